@@ -1,0 +1,35 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "LocalStore",
+    products: [
+        .library(name: "LocalStore", targets: ["LocalStore"]),
+        .library(name: "LocalStoreConformance", targets: ["LocalStoreConformance"]),
+        .executable(name: "localstore", targets: ["localstore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    ],
+    targets: [
+        .target(
+            name: "LocalStore",
+            dependencies: [.product(name: "HeapModule", package: "swift-collections")]
+        ),
+        .target(name: "LocalStoreConformance", dependencies: ["LocalStore"]),
+        .target(name: "LocalStoreBench", dependencies: ["LocalStore"]),
+        .executableTarget(
+            name: "localstore",
+            dependencies: [
+                "LocalStore", "LocalStoreBench",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "LocalStoreTests",
+            dependencies: ["LocalStore", "LocalStoreConformance"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,542 @@
+/// A ``LocalStore`` that keeps everything in memory: fast, thread-safe, and gone when the process
+/// (or ``close()``) ends.
+///
+/// Reads run concurrently with each other; a write transaction excludes readers until it commits or
+/// rolls back, so a reader never sees half of a transaction. Indexed columns keep an ordered index
+/// (a B-tree), so an equality, range, `IN` or prefix filter on an indexed column, or a sort on one
+/// with `top`, does not scan and sort the whole table. ``explain(_:)`` tells which plan a query gets.
+public final class InMemoryStore: LocalStore, @unchecked Sendable {
+    /// The names of the system tables.
+    public let systemTableNames: SystemTableNames
+
+    private let lock = ReadWriteLock()
+    private let writer = WriterThread()
+    // Guarded by `lock`.
+    private var tables: [String: MemTable] = [:]
+    private var isClosed = false
+
+    /// Creates an empty store holding only the three system tables.
+    public init(systemTableNames: SystemTableNames = .default) throws {
+        try systemTableNames.validate()
+        self.systemTableNames = systemTableNames
+        let indexed: [(TableSchema, [String])] = [
+            (systemTableNames.operationsSchema, ["table"]),
+            (systemTableNames.errorsSchema, ["operationId"]),
+            (systemTableNames.configSchema, ["table"]),
+        ]
+        for (schema, columns) in indexed {
+            let withIndexes = TableSchema(
+                name: schema.name,
+                columns: schema.columns.map { Column($0.name, $0.type, indexed: columns.contains($0.name)) })
+            tables[Identifier.fold(schema.name)] = MemTable(schema: withIndexes)
+        }
+    }
+
+    // MARK: LocalStore
+
+    public func defineTable(_ schema: TableSchema) throws {
+        try writer.check()
+        try schema.validate()
+        guard !systemTableNames.isReserved(schema.name) else {
+            throw LocalStoreError(.reservedName, "'\(schema.name)' is the name of a system table", table: schema.name)
+        }
+        try lock.withWriteLock {
+            guard !isClosed else { throw LocalStoreError.closed() }
+            let key = Identifier.fold(schema.name)
+            if let existing = tables[key] {
+                existing.redefine(try existing.schema.merged(with: schema))
+            } else {
+                tables[key] = MemTable(schema: schema)
+            }
+        }
+    }
+
+    public func tableSchemas() throws -> [TableSchema] {
+        try writer.check()
+        return try lock.withReadLock {
+            guard !isClosed else { throw LocalStoreError.closed() }
+            return tables.values.map(\.schema).filter { !systemTableNames.isReserved($0.name) }
+                .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        }
+    }
+
+    public func close() throws {
+        try writer.check()
+        lock.withWriteLock {
+            isClosed = true
+            tables = [:]
+        }
+    }
+
+    public func schema(of table: String) throws -> TableSchema? {
+        try writer.check()
+        return try lock.withReadLock {
+            guard !isClosed else { throw LocalStoreError.closed() }
+            return tables[Identifier.fold(table)]?.schema
+        }
+    }
+
+    public func read(table: String, id: Value) throws -> Item? {
+        try writer.check()
+        return try lock.withReadLock { try readUnlocked(table: table, id: id) }
+    }
+
+    public func read(_ query: Query) throws -> ReadResult {
+        try writer.check()
+        return try lock.withReadLock { try readUnlocked(query) }
+    }
+
+    public func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
+        try write { try $0.upsert(items, into: table, options: options) }
+    }
+
+    public func delete(ids: [Value], from table: String) throws {
+        try write { try $0.delete(ids: ids, from: table) }
+    }
+
+    public func delete(matching query: Query) throws {
+        try write { try $0.delete(matching: query) }
+    }
+
+    public func write<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        try writer.check()
+        return try lock.withWriteLock {
+            guard !isClosed else { throw LocalStoreError.closed() }
+            writer.set()
+            defer { writer.clear() }
+            let tx = Transaction(store: self)
+            defer { tx.isActive = false }
+            do {
+                return try body(tx)
+            } catch {
+                tx.rollback()
+                throw error
+            }
+        }
+    }
+
+    /// Describes how `query` would be answered: `"primary key"`, `"index <column>"`,
+    /// `"ordered index <column>"` or `"full scan"`.
+    public func explain(_ query: Query) throws -> String {
+        try writer.check()
+        return try lock.withReadLock {
+            let (table, resolved) = try resolve(query)
+            return table.plan(for: resolved).description(schema: table.schema)
+        }
+    }
+
+    // MARK: Unlocked implementation (caller holds the lock)
+
+    fileprivate func table(_ name: String) throws -> MemTable {
+        guard !isClosed else { throw LocalStoreError.closed() }
+        guard let t = tables[Identifier.fold(name)] else { throw LocalStoreError.unknownTable(name) }
+        return t
+    }
+
+    fileprivate func resolve(_ query: Query) throws -> (MemTable, ResolvedQuery) {
+        let t = try table(query.table)
+        return (t, try ResolvedQuery(query, schema: t.schema))
+    }
+
+    fileprivate func readUnlocked(table name: String, id: Value) throws -> Item? {
+        let t = try table(name)
+        try t.schema.checkId(id)
+        guard let row = t.rows[MemTable.key(id)] else { return nil }
+        return t.item(row)
+    }
+
+    fileprivate func readUnlocked(_ query: Query) throws -> ReadResult {
+        let (t, q) = try resolve(query)
+        let selected = t.run(q)
+        return ReadResult(items: selected.rows.map(q.project), totalCount: q.includeTotalCount ? selected.count : nil)
+    }
+
+    /// The transaction handed to a `write {}` body. Records a before-image of every row it touches
+    /// so that a thrown error restores the store exactly.
+    final class Transaction: LocalStoreTransaction {
+        let store: InMemoryStore
+        var isActive = true
+        private var undo: [(MemTable, MemTable.Key, [Value]?)] = []
+
+        init(store: InMemoryStore) { self.store = store }
+
+        var systemTableNames: SystemTableNames { store.systemTableNames }
+
+        private func check() throws {
+            guard isActive else {
+                throw LocalStoreError(.misuse, "a transaction was used after its write {} block ended")
+            }
+        }
+
+        func rollback() {
+            for (table, key, before) in undo.reversed() { table.set(key, before) }
+            undo.removeAll()
+        }
+
+        private func set(_ table: MemTable, _ key: MemTable.Key, _ row: [Value]?) {
+            undo.append((table, key, table.rows[key]))
+            table.set(key, row)
+        }
+
+        func schema(of table: String) throws -> TableSchema? {
+            try check()
+            return store.tables[Identifier.fold(table)]?.schema
+        }
+
+        func read(table: String, id: Value) throws -> Item? {
+            try check()
+            return try store.readUnlocked(table: table, id: id)
+        }
+
+        func read(_ query: Query) throws -> ReadResult {
+            try check()
+            return try store.readUnlocked(query)
+        }
+
+        func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
+            try check()
+            let t = try store.table(table)
+            let prepared = try items.map { try t.schema.prepare($0, options: options) }
+            let width = t.schema.columns.count
+            for p in prepared {
+                let key = MemTable.key(p.id)
+                if var row = t.rows[key] {
+                    p.merge(into: &row)
+                    set(t, key, row)
+                } else {
+                    set(t, key, p.newRow(columnCount: width))
+                }
+            }
+        }
+
+        func delete(ids: [Value], from table: String) throws {
+            try check()
+            if ids.isEmpty && store.tables[Identifier.fold(table)] == nil && !store.isClosed { return }
+            let t = try store.table(table)
+            for id in ids { try t.schema.checkId(id) }
+            for id in ids {
+                let key = MemTable.key(id)
+                if t.rows[key] != nil { set(t, key, nil) }
+            }
+        }
+
+        func delete(matching query: Query) throws {
+            try check()
+            let (t, q) = try store.resolve(query)
+            let rows = t.run(q).rows
+            for row in rows { set(t, MemTable.key(row[t.schema.idIndex]), nil) }
+        }
+
+        func write<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+            try check()
+            return try body(self)
+        }
+    }
+}
+
+/// One table of an ``InMemoryStore``: rows by normalised id, plus an ordered index per indexed column.
+final class MemTable {
+    enum Key: Hashable {
+        case int(Int64)
+        case string(String)
+    }
+
+    private(set) var schema: TableSchema
+    private(set) var rows: [Key: [Value]] = [:]
+    private(set) var indexes: [Int: BTree<IndexEntry>] = [:]
+    /// Every id in id order (entries with a null value), for id ranges and id-ordered scans.
+    private(set) var idOrder = BTree<IndexEntry>()
+
+    init(schema: TableSchema) {
+        self.schema = schema
+        for (n, c) in schema.columns.enumerated() where c.indexed && n != schema.idIndex {
+            indexes[n] = BTree()
+        }
+    }
+
+    static func key(_ id: Value) -> Key {
+        switch id {
+        case .int(let i): return .int(i)
+        case .string(let s): return .string(Collation.noCaseKey(s))
+        default: return .string(id.description)
+        }
+    }
+
+    func item(_ row: [Value]) -> Item {
+        var values: [String: Value] = Dictionary(minimumCapacity: schema.columns.count)
+        for (n, c) in schema.columns.enumerated() { values[c.name] = row[n] }
+        return Item(values)
+    }
+
+    /// Adopts a merged schema: widens every row and builds indexes for newly indexed columns.
+    func redefine(_ newSchema: TableSchema) {
+        let width = newSchema.columns.count
+        if width > schema.columns.count {
+            for key in Array(rows.keys) {
+                rows[key]!.append(contentsOf: repeatElement(.null, count: width - rows[key]!.count))
+            }
+        }
+        schema = newSchema
+        for (n, c) in newSchema.columns.enumerated() where c.indexed && n != newSchema.idIndex && indexes[n] == nil {
+            var tree = BTree<IndexEntry>()
+            for row in rows.values { tree.insert(IndexEntry(row[n], row[newSchema.idIndex])) }
+            indexes[n] = tree
+        }
+    }
+
+    /// Replaces (or removes, for `nil`) the row stored under `key`, keeping the indexes in step.
+    func set(_ key: Key, _ row: [Value]?) {
+        let old = rows[key]
+        let idIndex = schema.idIndex
+        for (n, _) in indexes {
+            if let old { indexes[n]!.remove(IndexEntry(old[n], old[idIndex])) }
+            if let row { indexes[n]!.insert(IndexEntry(row[n], row[idIndex])) }
+        }
+        switch (old, row) {
+        case (nil, let new?): idOrder.insert(IndexEntry(.null, new[idIndex]))
+        case (let gone?, nil): idOrder.remove(IndexEntry(.null, gone[idIndex]))
+        case (let gone?, let new?) where gone[idIndex] != new[idIndex]:
+            idOrder.remove(IndexEntry(.null, gone[idIndex]))
+            idOrder.insert(IndexEntry(.null, new[idIndex]))
+        default: break
+        }
+        rows[key] = row
+    }
+
+    // MARK: Planning
+
+    enum Plan {
+        case ids([Value])
+        case indexRange(column: Int, ranges: [IndexRange])
+        case ordered(column: Int, descending: Bool)
+        case idRange(IndexRange)
+        case idOrdered(descending: Bool)
+        case scan
+
+        func description(schema: TableSchema) -> String {
+            switch self {
+            case .ids: return "primary key"
+            case .indexRange(let n, _): return "index \(schema.columns[n].name)"
+            case .ordered(let n, _): return "ordered index \(schema.columns[n].name)"
+            case .idRange: return "primary key range"
+            case .idOrdered: return "primary key order"
+            case .scan: return "full scan"
+            }
+        }
+    }
+
+    struct IndexRange {
+        var lower: Value?
+        var lowerInclusive: Bool
+        var upper: Value?
+        var upperInclusive: Bool
+        var prefix: String?
+    }
+
+    private static func conjuncts(_ p: ResolvedPredicate) -> [ResolvedPredicate] {
+        if case .and(let ps) = p { return ps }
+        return [p]
+    }
+
+    func plan(for q: ResolvedQuery) -> Plan {
+        let parts = MemTable.conjuncts(q.predicate)
+        let idIndex = schema.idIndex
+        for p in parts {
+            switch p {
+            case .compare(.column(let n, _, _), .equal, .literal(let v, _), _) where n == idIndex: return .ids([v])
+            case .compare(.literal(let v, _), .equal, .column(let n, _, _), _) where n == idIndex: return .ids([v])
+            case .in(.column(let n, _, _), let vs, _) where n == idIndex: return .ids(vs)
+            default: continue
+            }
+        }
+        for p in parts {
+            if let (n, ranges) = indexRanges(p) { return .indexRange(column: n, ranges: ranges) }
+        }
+        for p in parts {
+            switch p {
+            case .compare(.column(let n, _, _), let op, .literal(let v, _), _) where n == idIndex && op != .notEqual:
+                if let r = range(op, v) { return .idRange(r) }
+            default: continue
+            }
+        }
+        if q.top != nil, !q.includeTotalCount, let first = q.sort.first, first.column == idIndex {
+            return .idOrdered(descending: first.descending)
+        }
+        if q.top != nil, !q.includeTotalCount, let first = q.sort.first, indexes[first.column] != nil {
+            return .ordered(column: first.column, descending: first.descending)
+        }
+        return .scan
+    }
+
+    private func indexRanges(_ p: ResolvedPredicate) -> (Int, [IndexRange])? {
+        switch p {
+        case .compare(.column(let n, _, _), let op, .literal(let v, _), false) where indexes[n] != nil:
+            return (n, [range(op, v)].compactMap { $0 })
+        case .compare(.literal(let v, _), let op, .column(let n, _, _), false) where indexes[n] != nil:
+            let flipped: Predicate.ComparisonOperator
+            switch op {
+            case .less: flipped = .greater
+            case .lessOrEqual: flipped = .greaterOrEqual
+            case .greater: flipped = .less
+            case .greaterOrEqual: flipped = .lessOrEqual
+            default: flipped = op
+            }
+            return (n, [range(flipped, v)].compactMap { $0 })
+        case .in(.column(let n, _, _), let vs, false) where indexes[n] != nil:
+            return (n, vs.map { IndexRange(lower: $0, lowerInclusive: true, upper: $0, upperInclusive: true) })
+        case .isNull(.column(let n, _, _)) where indexes[n] != nil:
+            return (n, [IndexRange(lower: .null, lowerInclusive: true, upper: .null, upperInclusive: true)])
+        case .string(.startsWith, .column(let n, _, _), .literal(.string(let prefix), _), false) where indexes[n] != nil:
+            return (n, [IndexRange(lower: .string(prefix), lowerInclusive: true, upper: nil, upperInclusive: false, prefix: prefix)])
+        default:
+            return nil
+        }
+    }
+
+    private func range(_ op: Predicate.ComparisonOperator, _ v: Value) -> IndexRange? {
+        switch op {
+        case .equal: return IndexRange(lower: v, lowerInclusive: true, upper: v, upperInclusive: true)
+        case .less: return IndexRange(lower: .null, lowerInclusive: false, upper: v, upperInclusive: false)
+        case .lessOrEqual: return IndexRange(lower: .null, lowerInclusive: false, upper: v, upperInclusive: true)
+        case .greater: return IndexRange(lower: v, lowerInclusive: false, upper: nil, upperInclusive: false)
+        case .greaterOrEqual: return IndexRange(lower: v, lowerInclusive: true, upper: nil, upperInclusive: false)
+        case .notEqual: return nil
+        }
+    }
+
+    /// Selects the rows `q` returns (not projected) and the number of matches.
+    func run(_ q: ResolvedQuery) -> (rows: [[Value]], count: Int) {
+        switch plan(for: q) {
+        case .ids(let ids):
+            var seen = Set<Key>()
+            var candidates: [[Value]] = []
+            for id in ids {
+                let key = MemTable.key(id)
+                if seen.insert(key).inserted, let row = rows[key] { candidates.append(row) }
+            }
+            return q.select(candidates)
+        case .indexRange(let n, let ranges):
+            var seen = Set<Key>()
+            var candidates: [[Value]] = []
+            guard let tree = indexes[n] else { return q.select(rows.values) }
+            for r in ranges {
+                let start = r.lower.map { IndexEntry(bound: $0, edge: r.lowerInclusive ? -1 : 1) }
+                tree.forEach(ascendingFrom: start, inclusive: true) { entry in
+                    if let upper = r.upper {
+                        let c = Collation.compare(entry.value, upper)
+                        if c > 0 || (c == 0 && !r.upperInclusive) { return false }
+                    }
+                    if let prefix = r.prefix {
+                        guard case .string(let s) = entry.value, s.utf8.starts(with: prefix.utf8) else { return false }
+                    }
+                    let key = MemTable.key(entry.id)
+                    if seen.insert(key).inserted, let row = rows[key] { candidates.append(row) }
+                    return true
+                }
+            }
+            return q.select(candidates)
+        case .ordered(let n, let descending):
+            guard let tree = indexes[n], let top = q.top else { return q.select(rows.values) }
+            let wanted = q.skip.addingReportingOverflow(top)
+            if wanted.overflow { return q.select(rows.values) }
+            // Walk the index in the first key's order, one group of equal values at a time; sort each
+            // group by the full order (later keys, then id) and stop once skip + top rows are out.
+            var out: [[Value]] = []
+            var group: [[Value]] = []
+            var groupValue: Value? = nil
+            func flush() {
+                group.sort { q.compareRows($0, $1) < 0 }
+                out.append(contentsOf: group)
+                group.removeAll(keepingCapacity: true)
+            }
+            let visit: (IndexEntry) -> Bool = { entry in
+                if let g = groupValue, Collation.compare(g, entry.value) != 0 {
+                    flush()
+                    if out.count >= wanted.partialValue { return false }
+                }
+                groupValue = entry.value
+                if let row = self.rows[MemTable.key(entry.id)], q.predicate.matches(row) { group.append(row) }
+                return true
+            }
+            if descending {
+                tree.forEach(descendingFrom: nil, inclusive: true, visit)
+            } else {
+                tree.forEach(ascendingFrom: nil, inclusive: true, visit)
+            }
+            flush()
+            return (Array(out.dropFirst(q.skip).prefix(top)), out.count)
+        case .idRange(let r):
+            // Entries of `idOrder` hold the id in `id`; bounds compare ids with the id column's rule.
+            var candidates: [[Value]] = []
+            let noCase = schema.idType == .string
+            // Sorted by id ascending with top: stop once skip + top matching rows are collected.
+            var limit = Int.max
+            if let top = q.top, !q.includeTotalCount, let first = q.sort.first, first.column == schema.idIndex,
+                !first.descending
+            {
+                let w = q.skip.addingReportingOverflow(top)
+                if !w.overflow { limit = w.partialValue }
+            }
+            if limit == 0 { return ([], 0) }
+            let start = r.lower.flatMap { $0.isNull ? nil : IndexEntry(.null, $0) }
+            idOrder.forEach(ascendingFrom: start, inclusive: r.lowerInclusive) { entry in
+                if let upper = r.upper {
+                    let c = Collation.compare(entry.id, upper, noCase: noCase)
+                    if c > 0 || (c == 0 && !r.upperInclusive) { return false }
+                }
+                if let row = rows[MemTable.key(entry.id)], q.predicate.matches(row) { candidates.append(row) }
+                return candidates.count < limit
+            }
+            return q.select(candidates)
+        case .idOrdered(let descending):
+            guard let top = q.top else { return q.select(rows.values) }
+            let wanted = q.skip.addingReportingOverflow(top)
+            if wanted.overflow { return q.select(rows.values) }
+            var out: [[Value]] = []
+            let visit: (IndexEntry) -> Bool = { entry in
+                if let row = self.rows[MemTable.key(entry.id)], q.predicate.matches(row) { out.append(row) }
+                return out.count < wanted.partialValue
+            }
+            if wanted.partialValue > 0 {
+                if descending {
+                    idOrder.forEach(descendingFrom: nil, inclusive: true, visit)
+                } else {
+                    idOrder.forEach(ascendingFrom: nil, inclusive: true, visit)
+                }
+            }
+            return (Array(out.dropFirst(q.skip).prefix(top)), out.count)
+        case .scan:
+            return q.select(rows.values)
+        }
+    }
+}
+
+/// An entry of a column index: the column's value, then the row's id; `edge` makes a bound that
+/// sorts before (-1) or after (+1) every entry with the same value.
+struct IndexEntry: Comparable, Sendable {
+    let value: Value
+    let id: Value
+    let edge: Int8
+
+    init(_ value: Value, _ id: Value) {
+        self.value = value
+        self.id = id
+        self.edge = 0
+    }
+
+    init(bound value: Value, edge: Int8) {
+        self.value = value
+        self.id = .null
+        self.edge = edge
+    }
+
+    static func < (l: IndexEntry, r: IndexEntry) -> Bool { compare(l, r) < 0 }
+    static func == (l: IndexEntry, r: IndexEntry) -> Bool { compare(l, r) == 0 }
+
+    static func compare(_ l: IndexEntry, _ r: IndexEntry) -> Int {
+        let c = Collation.compare(l.value, r.value)
+        if c != 0 { return c }
+        if l.edge != 0 || r.edge != 0 { return Int(l.edge) - Int(r.edge) }
+        return Collation.compare(l.id, r.id, noCase: true)
+    }
+}

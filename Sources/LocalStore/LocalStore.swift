@@ -1,0 +1,219 @@
+import Foundation
+
+/// Reading and writing rows: what a ``LocalStore`` and a ``LocalStoreTransaction`` both offer.
+///
+/// Implementations must satisfy every rule below; `LocalStoreConformance` checks them.
+///
+/// - Tables and columns are matched case-insensitively (ASCII); returned items use the defined spelling.
+/// - String ids match case-insensitively (ASCII, as SQLite's `NOCASE`) on read, upsert and delete;
+///   an update stores the id in its newest spelling.
+/// - A read returns every column of the table (null for unset ones) and nothing else; a query with
+///   `select` returns exactly the selected columns plus `version` when the table has one.
+/// - An unknown table is an `unknownTable` error for every call except `delete(ids:from:)` with an
+///   empty list.
+/// - Values round-trip exactly (see ``Value``).
+/// - Every call validates all of its input before writing anything: a failed call leaves the store as
+///   it was.
+public protocol LocalStoreAccess {
+    /// The names of the operation, error and config tables.
+    var systemTableNames: SystemTableNames { get }
+
+    /// The definition of `table`, or `nil` when it is not defined. System tables are included.
+    func schema(of table: String) throws -> TableSchema?
+
+    /// The row of `table` whose id is `id`, or `nil` (no error) when there is none.
+    func read(table: String, id: Value) throws -> Item?
+
+    /// The rows `query` selects, and their total count when the query asks for it.
+    func read(_ query: Query) throws -> ReadResult
+
+    /// Inserts or updates `items` by id with merge semantics: keys absent from an item keep their
+    /// stored values, an explicit null clears the column. The batch is all-or-nothing; an empty
+    /// batch is a no-op (on a known table).
+    func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws
+
+    /// Deletes the rows with these ids; ids not present are ignored.
+    func delete(ids: [Value], from table: String) throws
+
+    /// Deletes exactly the rows `query` would return (predicate, order, skip and top honoured).
+    func delete(matching query: Query) throws
+
+    /// Runs `body` so that all of its writes commit together or not at all.
+    ///
+    /// On a store this is a new write transaction (a thrown error rolls all of it back). On a
+    /// transaction it runs `body` inside that transaction, without a savepoint.
+    func write<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R
+}
+
+/// The view of a store inside ``LocalStore/write(_:)``. Valid only during the call that received it.
+public protocol LocalStoreTransaction: LocalStoreAccess {}
+
+/// A local store for an offline-sync client: user tables plus the three system tables.
+///
+/// The Linux counterpart of the Azure Mobile Apps iOS SDK's `MSSyncContextDataSource`. A store is
+/// `Sendable`; its methods are synchronous, throwing and callable from any thread. Reads may run
+/// concurrently with each other; whether they also run during a write transaction depends on the
+/// backend (the persistent backends allow it; the in-memory backend makes them wait).
+///
+/// Every implementation must satisfy the contract of ``LocalStoreAccess`` and:
+/// - The three system tables exist from the moment the store is opened.
+/// - ``defineTable(_:)`` creates a table, or adds the new columns and indexes of a repeated
+///   definition (existing rows read null for new columns). Changing a column's type or the id's type
+///   is `schemaConflict`; a system table's name is `reservedName`; a bad name is `invalidIdentifier`.
+/// - After ``close()`` every call fails with `closed` and the store's files are released.
+public protocol LocalStore: LocalStoreAccess, Sendable {
+    /// Creates `schema`'s table or adds its new columns and indexes to the existing one.
+    func defineTable(_ schema: TableSchema) throws
+
+    /// The definitions of all user tables (system tables excluded), sorted by name.
+    func tableSchemas() throws -> [TableSchema]
+
+    /// Closes the store. Further calls fail with `closed`; closing twice is allowed.
+    func close() throws
+}
+
+// MARK: - Conveniences
+
+extension LocalStoreAccess {
+    /// The operations table's name (`MS_TableOperations` by default).
+    public var operationTableName: String { systemTableNames.operations }
+    /// The errors table's name (`MS_TableOperationErrors` by default).
+    public var errorTableName: String { systemTableNames.errors }
+    /// The config table's name (`MS_TableConfig` by default).
+    public var configTableName: String { systemTableNames.config }
+
+    /// The system properties `table` has as columns; empty for an unknown table.
+    public func systemProperties(for table: String) throws -> Set<SystemProperty> {
+        try schema(of: table)?.systemProperties ?? []
+    }
+
+    /// The row of `table` with the string id `id`.
+    public func read(table: String, id: String) throws -> Item? { try read(table: table, id: .string(id)) }
+
+    /// Upserts with strict column checking.
+    public func upsert(_ items: [Item], into table: String) throws {
+        try upsert(items, into: table, options: .strict)
+    }
+
+    /// Deletes the rows with these string ids.
+    public func delete(ids: [String], from table: String) throws {
+        try delete(ids: ids.map(Value.string), from: table)
+    }
+
+    /// The number of rows matching `predicate` in `table`.
+    public func count(_ table: String, where predicate: Predicate? = nil) throws -> Int {
+        try read(Query(table, where: predicate, top: 0, includeTotalCount: true)).totalCount ?? 0
+    }
+
+    // MARK: Operations
+
+    /// Appends an operation with the next id (the largest id + 1, starting at 1) and returns it.
+    public func appendOperation(table: String, tableKind: Int = 0, itemId: String, properties: [UInt8] = [])
+        throws -> TableOperation
+    {
+        try write { tx in
+            let ops = tx.systemTableNames.operations
+            let last = try tx.read(Query(ops, sort: [SortKey("id", .descending)], top: 1)).items.first
+            let next = (last?["id"]?.intValue ?? 0) + 1
+            let op = TableOperation(id: next, table: table, tableKind: tableKind, itemId: itemId, properties: properties)
+            try tx.upsert([op.item], into: ops, options: .strict)
+            return op
+        }
+    }
+
+    /// Every pending operation, in id order.
+    public func pendingOperations() throws -> [TableOperation] {
+        try read(Query(operationTableName, sort: [SortKey("id")])).items.compactMap(TableOperation.init)
+    }
+
+    /// The pending operations of `table`, in id order.
+    public func pendingOperations(table: String) throws -> [TableOperation] {
+        try read(Query(operationTableName, where: Field("table") == .literal(.string(table)), sort: [SortKey("id")]))
+            .items.compactMap(TableOperation.init)
+    }
+
+    /// The pending operations of one item of `table` (item id matched case-insensitively), in id order.
+    public func pendingOperations(table: String, itemId: String) throws -> [TableOperation] {
+        let p: Predicate = Field("table") == .literal(.string(table))
+            && Field("itemId").equalsIgnoringCase(.literal(.string(itemId)))
+        return try read(Query(operationTableName, where: p, sort: [SortKey("id")])).items.compactMap(TableOperation.init)
+    }
+
+    /// The first operation whose id is greater than `id` (pass 0 for the head of the queue).
+    public func operation(after id: Int64) throws -> TableOperation? {
+        try read(Query(operationTableName, where: Field("id") > .literal(.int(id)), sort: [SortKey("id")], top: 1))
+            .items.first.flatMap(TableOperation.init)
+    }
+
+    /// The operation with id `id`.
+    public func operation(id: Int64) throws -> TableOperation? {
+        try read(table: operationTableName, id: .int(id)).flatMap(TableOperation.init)
+    }
+
+    /// The number of pending operations.
+    public func pendingOperationCount() throws -> Int { try count(operationTableName) }
+
+    /// Removes the operation `id` together with its errors, atomically.
+    public func removeOperation(id: Int64) throws {
+        try write { tx in
+            try tx.delete(ids: [.int(id)], from: tx.systemTableNames.operations)
+            try tx.delete(matching: Query(tx.systemTableNames.errors, where: Field("operationId") == .literal(.int(id))))
+        }
+    }
+
+    // MARK: Errors
+
+    /// Records a push failure.
+    public func recordError(_ error: TableOperationError) throws {
+        try upsert([error.item], into: errorTableName, options: .strict)
+    }
+
+    /// Every recorded error, ordered by operation id then id.
+    public func operationErrors() throws -> [TableOperationError] {
+        try read(Query(errorTableName, sort: [SortKey("operationId")])).items.compactMap(TableOperationError.init)
+    }
+
+    /// The errors recorded for operation `operationId`.
+    public func operationErrors(operationId: Int64) throws -> [TableOperationError] {
+        try read(Query(errorTableName, where: Field("operationId") == .literal(.int(operationId))))
+            .items.compactMap(TableOperationError.init)
+    }
+
+    /// Removes one error.
+    public func removeError(id: String) throws { try delete(ids: [.string(id)], from: errorTableName) }
+
+    /// Removes every error.
+    public func clearErrors() throws { try delete(matching: Query(errorTableName)) }
+
+    // MARK: Config and delta tokens
+
+    static func deltaTokenId(table: String, queryId: String) -> String { "deltaToken|\(table)|\(queryId)" }
+
+    /// The delta token stored for `(table, queryId)`, or `nil`.
+    public func deltaToken(table: String, queryId: String) throws -> Date? {
+        let p: Predicate = Field("table") == .literal(.string(table)) && Field("key") == .literal(.string(queryId))
+            && Field("keyType") == .literal(.int(TableConfigEntry.deltaTokenKeyType))
+        guard let item = try read(Query(configTableName, where: p, top: 1)).items.first,
+            let text = item["value"]?.stringValue
+        else { return nil }
+        return DeltaTokenFormat.date(from: text)
+    }
+
+    /// Stores the delta token for `(table, queryId)` (millisecond precision).
+    public func setDeltaToken(_ date: Date, table: String, queryId: String) throws {
+        let entry = TableConfigEntry(
+            id: Self.deltaTokenId(table: table, queryId: queryId), table: table, key: queryId,
+            keyType: TableConfigEntry.deltaTokenKeyType, value: DeltaTokenFormat.string(from: date))
+        try upsert([entry.item], into: configTableName, options: .strict)
+    }
+
+    /// Removes the delta token for `(table, queryId)`.
+    public func removeDeltaToken(table: String, queryId: String) throws {
+        try delete(ids: [.string(Self.deltaTokenId(table: table, queryId: queryId))], from: configTableName)
+    }
+
+    /// Every config entry, ordered by table then key.
+    public func configEntries() throws -> [TableConfigEntry] {
+        try read(Query(configTableName, sort: [SortKey("table"), SortKey("key")])).items.compactMap(TableConfigEntry.init)
+    }
+}

@@ -1,0 +1,101 @@
+/// An item checked against its table's schema, ready for a backend to write with merge semantics.
+///
+/// Every backend prepares items with ``TableSchema/prepare(_:options:)`` before writing anything, so
+/// invalid input is rejected identically everywhere and before any byte is written.
+public struct PreparedItem: Sendable, Hashable {
+    /// One column to set.
+    public struct Assignment: Sendable, Hashable {
+        /// The column position in the schema.
+        public let column: Int
+        /// The value, already converted to the column's type (`int` → `double` for double columns).
+        public let value: Value
+    }
+
+    /// The item's id, in the spelling of this write.
+    public let id: Value
+    /// The columns the item sets (the id included), in schema order. Columns not listed keep their
+    /// stored values; a new row gets null for them.
+    public let assignments: [Assignment]
+
+    /// A full row for a new record: null everywhere but the assigned columns.
+    public func newRow(columnCount: Int) -> [Value] {
+        var row = [Value](repeating: .null, count: columnCount)
+        for a in assignments { row[a.column] = a.value }
+        return row
+    }
+
+    /// Applies the assignments to an existing row (merge semantics).
+    public func merge(into row: inout [Value]) {
+        if row.count < assignments.last.map({ $0.column + 1 }) ?? 0 {
+            row.append(contentsOf: repeatElement(.null, count: (assignments.last?.column ?? 0) + 1 - row.count))
+        }
+        for a in assignments { row[a.column] = a.value }
+    }
+}
+
+extension TableSchema {
+    /// Checks `item` against this schema and converts it for writing.
+    ///
+    /// - Throws: `missingId` when the id is absent or null; `typeMismatch` when a value does not fit
+    ///   its column; `unknownColumn` for a key that is not a column (unless
+    ///   ``UpsertOptions/ignoreUnknownColumns``); `invalidValue` for a non-finite double or a key given
+    ///   twice in different case.
+    public func prepare(_ item: Item, options: UpsertOptions = .strict) throws -> PreparedItem {
+        var assignments: [PreparedItem.Assignment] = []
+        assignments.reserveCapacity(item.count)
+        var id: Value?
+        for (key, value) in item.values {
+            guard let n = index(ofColumn: key) else {
+                if options.ignoreUnknownColumns { continue }
+                throw LocalStoreError.unknownColumn(key, table: name)
+            }
+            let column = columns[n]
+            var stored = value
+            switch (column.type, value) {
+            case (.double, .int(let i)): stored = .double(Double(i))
+            case (_, .double(let d)) where !d.isFinite:
+                throw LocalStoreError(
+                    .invalidValue, "column '\(column.name)' of table '\(name)' cannot store the non-finite number \(d)",
+                    table: name, column: column.name)
+            case (.json, .json(let j)) where j.containsNonFiniteNumber:
+                throw LocalStoreError(
+                    .invalidValue, "column '\(column.name)' of table '\(name)' cannot store json with a non-finite number",
+                    table: name, column: column.name)
+            default:
+                guard column.type.accepts(value) else {
+                    throw LocalStoreError(
+                        .typeMismatch,
+                        "column '\(column.name)' of table '\(name)' has type \(column.type); got \(value.kindName) \(value)",
+                        table: name, column: column.name)
+                }
+            }
+            if n == idIndex {
+                guard !value.isNull else {
+                    throw LocalStoreError(.missingId, "an item for table '\(name)' has a null id", table: name, column: "id")
+                }
+                id = stored
+            }
+            assignments.append(PreparedItem.Assignment(column: n, value: stored))
+        }
+        guard let id else {
+            throw LocalStoreError(.missingId, "an item for table '\(name)' has no id: \(item)", table: name, column: "id")
+        }
+        assignments.sort { $0.column < $1.column }
+        for k in assignments.indices.dropFirst() where assignments[k].column == assignments[k - 1].column {
+            let c = columns[assignments[k].column].name
+            throw LocalStoreError(
+                .invalidValue, "an item for table '\(name)' sets column '\(c)' twice (keys differing only in case)",
+                table: name, column: c)
+        }
+        return PreparedItem(id: id, assignments: assignments)
+    }
+
+    /// Checks an id given to a read or delete call: it must have the id column's type.
+    public func checkId(_ id: Value) throws {
+        guard !id.isNull, columns[idIndex].type.accepts(id), !(idType == .double) else {
+            throw LocalStoreError(
+                .typeMismatch, "ids of table '\(name)' have type \(idType); got \(id.kindName) \(id)", table: name,
+                column: "id")
+        }
+    }
+}

@@ -1,0 +1,275 @@
+/// A read (or delete) request against one table: predicate, order, paging, projection and count.
+///
+/// ```swift
+/// let query = Query("TodoItem", where: Field("complete") == false && Field("priority") >= 2)
+///     .sorted(by: "priority", .descending)
+///     .top(50)
+/// ```
+public struct Query: Sendable, Hashable {
+    /// The table to read.
+    public var table: String
+    /// The filter; `nil` matches every row.
+    public var predicate: Predicate?
+    /// Sort keys, most significant first. Ties are always broken by `id` ascending.
+    public var sort: [SortKey]
+    /// Rows to skip after sorting.
+    public var skip: Int
+    /// The largest number of rows to return; `nil` for all. `0` returns no rows but still the count.
+    public var top: Int?
+    /// The columns to return; `nil` for all. `version` is added when the table has it.
+    public var select: [String]?
+    /// Whether ``ReadResult/totalCount`` is filled with the number of matches ignoring skip and top.
+    public var includeTotalCount: Bool
+
+    /// Creates a query.
+    public init(
+        _ table: String, where predicate: Predicate? = nil, sort: [SortKey] = [], skip: Int = 0, top: Int? = nil,
+        select: [String]? = nil, includeTotalCount: Bool = false
+    ) {
+        self.table = table
+        self.predicate = predicate
+        self.sort = sort
+        self.skip = skip
+        self.top = top
+        self.select = select
+        self.includeTotalCount = includeTotalCount
+    }
+
+    /// A copy with one more sort key.
+    public func sorted(by field: String, _ direction: SortKey.Direction = .ascending) -> Query {
+        var q = self
+        q.sort.append(SortKey(field, direction))
+        return q
+    }
+
+    /// A copy with `skip` set.
+    public func skip(_ n: Int) -> Query {
+        var q = self
+        q.skip = n
+        return q
+    }
+
+    /// A copy with `top` set.
+    public func top(_ n: Int?) -> Query {
+        var q = self
+        q.top = n
+        return q
+    }
+
+    /// A copy that selects `fields`.
+    public func selecting(_ fields: [String]) -> Query {
+        var q = self
+        q.select = fields
+        return q
+    }
+
+    /// A copy that asks for the total count.
+    public func includingTotalCount(_ include: Bool = true) -> Query {
+        var q = self
+        q.includeTotalCount = include
+        return q
+    }
+}
+
+/// One sort key of a ``Query``.
+public struct SortKey: Sendable, Hashable {
+    /// Sort direction.
+    public enum Direction: Sendable, Hashable {
+        /// Smallest first; nulls first.
+        case ascending
+        /// Largest first; nulls last.
+        case descending
+    }
+    /// The column to sort on.
+    public var field: String
+    /// The direction.
+    public var direction: Direction
+
+    /// Creates a sort key.
+    public init(_ field: String, _ direction: Direction = .ascending) {
+        self.field = field
+        self.direction = direction
+    }
+}
+
+/// A value-producing expression inside a ``Predicate``.
+public indirect enum Expression: Sendable, Hashable {
+    /// A column of the queried table.
+    case field(String)
+    /// A constant.
+    case literal(Value)
+    /// Arithmetic on two numeric expressions.
+    case arithmetic(ArithmeticOperator, Expression, Expression)
+    /// ASCII lower-casing of a string expression (SQLite's `lower()`).
+    case toLower(Expression)
+    /// ASCII upper-casing of a string expression (SQLite's `upper()`).
+    case toUpper(Expression)
+    /// The number of Unicode scalars of a string expression.
+    case length(Expression)
+
+    /// Arithmetic operators. Integer operands give integer results (division truncates, overflow
+    /// falls back to double as in SQLite); division or modulo by zero gives null.
+    public enum ArithmeticOperator: String, Sendable, Hashable {
+        /// `+`
+        case add
+        /// `-`
+        case subtract
+        /// `*`
+        case multiply
+        /// `/`
+        case divide
+        /// `mod` (operands truncated to integers, as SQLite's `%`).
+        case modulo
+    }
+}
+
+/// A boolean filter over the rows of one table, evaluated identically by every backend.
+///
+/// Logic is two-valued: a comparison with a null operand is `false` (only ``isNull(_:)`` and
+/// ``isNotNull(_:)`` match nulls), and ``not(_:)`` negates that `false`. Comparing `==`/`!=` with a
+/// literal null is a null test.
+public indirect enum Predicate: Sendable, Hashable {
+    /// Matches every row.
+    case `true`
+    /// Matches no row.
+    case `false`
+    /// All of the predicates (an empty list matches every row).
+    case and([Predicate])
+    /// Any of the predicates (an empty list matches no row).
+    case or([Predicate])
+    /// The negation.
+    case not(Predicate)
+    /// A comparison; `caseInsensitive` (the `[c]` flag) compares strings after ASCII case folding.
+    case compare(Expression, ComparisonOperator, Expression, caseInsensitive: Bool)
+    /// The expression is null.
+    case isNull(Expression)
+    /// The expression is not null.
+    case isNotNull(Expression)
+    /// The expression equals one of the values (null values in the list never match).
+    case `in`(Expression, [Value])
+    /// `low <= expression <= high`.
+    case between(Expression, Value, Value)
+    /// A string test; `caseInsensitive` folds ASCII case first.
+    case string(StringOperator, Expression, Expression, caseInsensitive: Bool)
+
+    /// Comparison operators.
+    public enum ComparisonOperator: String, Sendable, Hashable, CaseIterable {
+        /// `==`
+        case equal
+        /// `!=`
+        case notEqual
+        /// `<`
+        case less
+        /// `<=`
+        case lessOrEqual
+        /// `>`
+        case greater
+        /// `>=`
+        case greaterOrEqual
+    }
+
+    /// String operators.
+    public enum StringOperator: String, Sendable, Hashable, CaseIterable {
+        /// The subject begins with the pattern.
+        case startsWith
+        /// The subject ends with the pattern.
+        case endsWith
+        /// The subject contains the pattern.
+        case contains
+    }
+}
+
+// MARK: - A small DSL
+
+/// Refers to a column in a predicate: `Field("priority") > 3`.
+public func Field(_ name: String) -> Expression { .field(name) }
+
+extension Expression: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
+    ExpressibleByBooleanLiteral, ExpressibleByNilLiteral
+{
+    /// A string literal is a *value*, not a field: use ``Field(_:)`` for columns.
+    public init(stringLiteral value: String) { self = .literal(.string(value)) }
+    /// An integer literal value.
+    public init(integerLiteral value: Int64) { self = .literal(.int(value)) }
+    /// A double literal value.
+    public init(floatLiteral value: Double) { self = .literal(.double(value)) }
+    /// A boolean literal value.
+    public init(booleanLiteral value: Bool) { self = .literal(.bool(value)) }
+    /// The null literal.
+    public init(nilLiteral: ()) { self = .literal(.null) }
+
+    /// `self` lower-cased (ASCII).
+    public var lowercased: Expression { .toLower(self) }
+    /// `self` upper-cased (ASCII).
+    public var uppercased: Expression { .toUpper(self) }
+    /// The length of `self` in Unicode scalars.
+    public var length: Expression { .length(self) }
+
+    /// `self` starts with `prefix`.
+    public func starts(with prefix: Expression, caseInsensitive: Bool = false) -> Predicate {
+        .string(.startsWith, self, prefix, caseInsensitive: caseInsensitive)
+    }
+    /// `self` ends with `suffix`.
+    public func ends(with suffix: Expression, caseInsensitive: Bool = false) -> Predicate {
+        .string(.endsWith, self, suffix, caseInsensitive: caseInsensitive)
+    }
+    /// `self` contains `part`.
+    public func contains(_ part: Expression, caseInsensitive: Bool = false) -> Predicate {
+        .string(.contains, self, part, caseInsensitive: caseInsensitive)
+    }
+    /// `self` is one of `values`.
+    public func isIn(_ values: [Value]) -> Predicate { .in(self, values) }
+    /// `low <= self <= high`.
+    public func isBetween(_ low: Value, and high: Value) -> Predicate { .between(self, low, high) }
+    /// `self` is null.
+    public var isNull: Predicate { .isNull(self) }
+    /// `self` is not null.
+    public var isNotNull: Predicate { .isNotNull(self) }
+    /// Case-insensitive equality (the `==[c]` of NSPredicate).
+    public func equalsIgnoringCase(_ other: Expression) -> Predicate {
+        .compare(self, .equal, other, caseInsensitive: true)
+    }
+
+    /// `lhs == rhs`
+    public static func == (lhs: Expression, rhs: Expression) -> Predicate { .compare(lhs, .equal, rhs, caseInsensitive: false) }
+    /// `lhs != rhs`
+    public static func != (lhs: Expression, rhs: Expression) -> Predicate { .compare(lhs, .notEqual, rhs, caseInsensitive: false) }
+    /// `lhs < rhs`
+    public static func < (lhs: Expression, rhs: Expression) -> Predicate { .compare(lhs, .less, rhs, caseInsensitive: false) }
+    /// `lhs <= rhs`
+    public static func <= (lhs: Expression, rhs: Expression) -> Predicate { .compare(lhs, .lessOrEqual, rhs, caseInsensitive: false) }
+    /// `lhs > rhs`
+    public static func > (lhs: Expression, rhs: Expression) -> Predicate { .compare(lhs, .greater, rhs, caseInsensitive: false) }
+    /// `lhs >= rhs`
+    public static func >= (lhs: Expression, rhs: Expression) -> Predicate { .compare(lhs, .greaterOrEqual, rhs, caseInsensitive: false) }
+    /// `lhs + rhs`
+    public static func + (lhs: Expression, rhs: Expression) -> Expression { .arithmetic(.add, lhs, rhs) }
+    /// `lhs - rhs`
+    public static func - (lhs: Expression, rhs: Expression) -> Expression { .arithmetic(.subtract, lhs, rhs) }
+    /// `lhs * rhs`
+    public static func * (lhs: Expression, rhs: Expression) -> Expression { .arithmetic(.multiply, lhs, rhs) }
+    /// `lhs / rhs`
+    public static func / (lhs: Expression, rhs: Expression) -> Expression { .arithmetic(.divide, lhs, rhs) }
+    /// `lhs mod rhs`
+    public static func % (lhs: Expression, rhs: Expression) -> Expression { .arithmetic(.modulo, lhs, rhs) }
+}
+
+extension Expression {
+    /// Wraps a value as a literal.
+    public static func value(_ v: Value) -> Expression { .literal(v) }
+}
+
+extension Predicate {
+    /// Both.
+    public static func && (lhs: Predicate, rhs: Predicate) -> Predicate {
+        if case .and(let l) = lhs { return .and(l + [rhs]) }
+        return .and([lhs, rhs])
+    }
+    /// Either.
+    public static func || (lhs: Predicate, rhs: Predicate) -> Predicate {
+        if case .or(let l) = lhs { return .or(l + [rhs]) }
+        return .or([lhs, rhs])
+    }
+    /// Negation.
+    public static prefix func ! (p: Predicate) -> Predicate { .not(p) }
+}

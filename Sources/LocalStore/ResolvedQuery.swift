@@ -1,0 +1,515 @@
+import HeapModule
+
+/// A ``Query`` checked against a table's schema: names resolved to column positions, types checked,
+/// null literals turned into null tests, sort keys completed with the `id` tie-break.
+///
+/// Every backend resolves a query with ``init(_:schema:)`` before running it, so every backend rejects
+/// the same queries with the same errors. Rows are `[Value]` arrays indexed by column position.
+public struct ResolvedQuery: Sendable {
+    /// The deepest nesting of predicates and expressions a query may have.
+    public static let maximumDepth = 200
+
+    /// The schema the query was resolved against.
+    public let schema: TableSchema
+    /// The resolved filter (``ResolvedPredicate/constant(_:)`` `true` when the query has none).
+    public let predicate: ResolvedPredicate
+    /// The sort keys, ending with the `id` tie-break unless `id` is already a key.
+    public let sort: [ResolvedSortKey]
+    /// Rows to skip.
+    public let skip: Int
+    /// Rows to return at most.
+    public let top: Int?
+    /// The column positions to return, in schema order.
+    public let projection: [Int]
+    /// Whether the total count is wanted.
+    public let includeTotalCount: Bool
+
+    /// Resolves `query` against `schema`; throws `invalidQuery` or `unknownColumn` for a query the
+    /// table cannot answer.
+    public init(_ query: Query, schema: TableSchema) throws {
+        self.schema = schema
+        guard query.skip >= 0 else {
+            throw LocalStoreError(.invalidQuery, "skip must not be negative (got \(query.skip)) in a query on '\(schema.name)'", table: schema.name)
+        }
+        if let top = query.top, top < 0 {
+            throw LocalStoreError(.invalidQuery, "top must not be negative (got \(top)) in a query on '\(schema.name)'", table: schema.name)
+        }
+        self.skip = query.skip
+        self.top = query.top
+        self.includeTotalCount = query.includeTotalCount
+        var resolver = Resolver(schema: schema)
+        self.predicate = try query.predicate.map { try resolver.resolve($0, depth: 0) } ?? .constant(true)
+        var sort: [ResolvedSortKey] = []
+        var hasId = false
+        for key in query.sort {
+            guard let n = schema.index(ofColumn: key.field) else { throw LocalStoreError.unknownColumn(key.field, table: schema.name) }
+            guard schema.columns[n].type.isOrderable else {
+                throw LocalStoreError(
+                    .invalidQuery, "cannot sort table '\(schema.name)' on json column '\(schema.columns[n].name)'",
+                    table: schema.name, column: schema.columns[n].name)
+            }
+            if sort.contains(where: { $0.column == n }) { continue }
+            if n == schema.idIndex { hasId = true }
+            sort.append(ResolvedSortKey(column: n, descending: key.direction == .descending, noCase: resolver.isStringId(n)))
+        }
+        if !hasId {
+            sort.append(ResolvedSortKey(column: schema.idIndex, descending: false, noCase: resolver.isStringId(schema.idIndex)))
+        }
+        self.sort = sort
+        if let select = query.select {
+            var wanted = Set<Int>()
+            for field in select {
+                guard let n = schema.index(ofColumn: field) else { throw LocalStoreError.unknownColumn(field, table: schema.name) }
+                wanted.insert(n)
+            }
+            if let v = schema.index(ofColumn: SystemProperty.version.columnName) { wanted.insert(v) }
+            self.projection = wanted.sorted()
+        } else {
+            self.projection = Array(schema.columns.indices)
+        }
+    }
+
+    /// Whether row `a` sorts before row `b` under ``sort``.
+    @inlinable public func areInIncreasingOrder(_ a: [Value], _ b: [Value]) -> Bool {
+        compareRows(a, b) < 0
+    }
+
+    /// Compares two rows under ``sort``: negative, zero or positive.
+    public func compareRows(_ a: [Value], _ b: [Value]) -> Int {
+        for key in sort {
+            let c = Collation.compare(a[key.column], b[key.column], noCase: key.noCase)
+            if c != 0 { return key.descending ? -c : c }
+        }
+        return 0
+    }
+
+    /// The item returned for `row`: the projected columns under their defined names.
+    public func project(_ row: [Value]) -> Item {
+        var values: [String: Value] = Dictionary(minimumCapacity: projection.count)
+        for n in projection { values[schema.columns[n].name] = row[n] }
+        return Item(values)
+    }
+
+    /// Runs the whole query over `rows` (in any order): filter, count, order, skip, top, project.
+    ///
+    /// With `top` set only `skip + top` rows are kept while scanning (a bounded heap), so the cost is
+    /// O(n log(skip + top)) rather than a full sort.
+    public func apply<S: Sequence>(to rows: S) -> ReadResult where S.Element == [Value] {
+        let matches = select(rows)
+        return ReadResult(items: matches.rows.map(project), totalCount: includeTotalCount ? matches.count : nil)
+    }
+
+    /// The rows of `rows` this query returns (filtered, ordered, skipped and cut, not projected) and
+    /// the number of all matches.
+    public func select<S: Sequence>(_ rows: S) -> (rows: [[Value]], count: Int) where S.Element == [Value] {
+        var count = 0
+        if let top {
+            let limit = skip.addingReportingOverflow(top)
+            if !limit.overflow, limit.partialValue == 0 {
+                if includeTotalCount { for row in rows where predicate.matches(row) { count += 1 } }
+                return ([], count)
+            }
+            if !limit.overflow {
+                let k = limit.partialValue
+                var heap = Heap<HeapEntry>()
+                var sequence = 0
+                for row in rows where predicate.matches(row) {
+                    count += 1
+                    let entry = HeapEntry(row: row, query: self, sequence: sequence)
+                    sequence += 1
+                    if heap.count < k {
+                        heap.insert(entry)
+                    } else if let worst = heap.max, entry < worst {
+                        _ = heap.replaceMax(with: entry)
+                    }
+                }
+                var kept: [[Value]] = []
+                kept.reserveCapacity(heap.count)
+                while let e = heap.popMin() { kept.append(e.row) }
+                return (Array(kept.dropFirst(skip)), count)
+            }
+        }
+        var matched: [[Value]] = []
+        for row in rows where predicate.matches(row) { matched.append(row) }
+        count = matched.count
+        matched.sort { compareRows($0, $1) < 0 }
+        var result = matched.dropFirst(skip)
+        if let top { result = result.prefix(top) }
+        return (Array(result), count)
+    }
+
+    struct HeapEntry: Comparable {
+        let row: [Value]
+        let query: ResolvedQuery
+        let sequence: Int
+        static func < (l: HeapEntry, r: HeapEntry) -> Bool {
+            let c = l.query.compareRows(l.row, r.row)
+            return c != 0 ? c < 0 : l.sequence < r.sequence
+        }
+        static func == (l: HeapEntry, r: HeapEntry) -> Bool { l.sequence == r.sequence }
+    }
+}
+
+/// A resolved sort key.
+public struct ResolvedSortKey: Sendable, Hashable {
+    /// The column position.
+    public let column: Int
+    /// `true` for descending.
+    public let descending: Bool
+    /// `true` when the column is a string `id`, which sorts case-insensitively (SQLite `NOCASE`).
+    public let noCase: Bool
+}
+
+/// A resolved, type-checked expression. Its static type is ``type``.
+public indirect enum ResolvedExpression: Sendable, Hashable {
+    /// A column: position, type, and whether it is a string id (compared case-insensitively).
+    case column(Int, ColumnType, isStringId: Bool)
+    /// A non-null literal of the given type (integers in double contexts stay integers).
+    case literal(Value, ColumnType)
+    /// Arithmetic; the type is `integer` when both operands are, otherwise `double`.
+    case arithmetic(Expression.ArithmeticOperator, ResolvedExpression, ResolvedExpression, ColumnType)
+    /// ASCII lower-casing.
+    case toLower(ResolvedExpression)
+    /// ASCII upper-casing.
+    case toUpper(ResolvedExpression)
+    /// Length in Unicode scalars.
+    case length(ResolvedExpression)
+
+    /// The static type of the expression's value.
+    public var type: ColumnType {
+        switch self {
+        case .column(_, let t, _): return t
+        case .literal(_, let t): return t
+        case .arithmetic(_, _, _, let t): return t
+        case .toLower, .toUpper: return .string
+        case .length: return .integer
+        }
+    }
+
+    /// Whether this is a string `id` column itself (comparisons with it are case-insensitive).
+    public var isStringIdColumn: Bool {
+        if case .column(_, _, true) = self { return true }
+        return false
+    }
+
+    /// The value for `row`; `.null` propagates.
+    public func evaluate(_ row: [Value]) -> Value {
+        switch self {
+        case .column(let n, _, _): return row[n]
+        case .literal(let v, _): return v
+        case .toLower(let e):
+            if case .string(let s) = e.evaluate(row) { return .string(ASCII.lowercased(s)) }
+            return .null
+        case .toUpper(let e):
+            if case .string(let s) = e.evaluate(row) { return .string(ASCII.uppercased(s)) }
+            return .null
+        case .length(let e):
+            if case .string(let s) = e.evaluate(row) { return .int(Int64(s.unicodeScalars.count)) }
+            return .null
+        case .arithmetic(let op, let l, let r, _):
+            return Arithmetic.apply(op, l.evaluate(row), r.evaluate(row))
+        }
+    }
+}
+
+/// A resolved predicate, evaluated with two-valued logic (a comparison involving null is `false`).
+public indirect enum ResolvedPredicate: Sendable, Hashable {
+    /// Always `true` or always `false`.
+    case constant(Bool)
+    /// All of.
+    case and([ResolvedPredicate])
+    /// Any of.
+    case or([ResolvedPredicate])
+    /// Negation.
+    case not(ResolvedPredicate)
+    /// Comparison; `noCase` when the `[c]` flag is set or an operand is the string id column.
+    case compare(ResolvedExpression, Predicate.ComparisonOperator, ResolvedExpression, noCase: Bool)
+    /// Null test.
+    case isNull(ResolvedExpression)
+    /// Not-null test.
+    case isNotNull(ResolvedExpression)
+    /// Membership in a list of non-null literals of the expression's type family.
+    case `in`(ResolvedExpression, [Value], noCase: Bool)
+    /// String test; `noCase` folds ASCII case on both sides (plain folding, no NUL rule).
+    case string(Predicate.StringOperator, ResolvedExpression, ResolvedExpression, noCase: Bool)
+
+    /// Whether `row` satisfies the predicate.
+    public func matches(_ row: [Value]) -> Bool {
+        switch self {
+        case .constant(let b): return b
+        case .and(let ps):
+            for p in ps where !p.matches(row) { return false }
+            return true
+        case .or(let ps):
+            for p in ps where p.matches(row) { return true }
+            return false
+        case .not(let p): return !p.matches(row)
+        case .isNull(let e): return e.evaluate(row).isNull
+        case .isNotNull(let e): return !e.evaluate(row).isNull
+        case .compare(let l, let op, let r, let noCase):
+            let a = l.evaluate(row)
+            if a.isNull { return false }
+            let b = r.evaluate(row)
+            if b.isNull { return false }
+            let c = Collation.compare(a, b, noCase: noCase)
+            switch op {
+            case .equal: return c == 0
+            case .notEqual: return c != 0
+            case .less: return c < 0
+            case .lessOrEqual: return c <= 0
+            case .greater: return c > 0
+            case .greaterOrEqual: return c >= 0
+            }
+        case .in(let e, let values, let noCase):
+            let a = e.evaluate(row)
+            if a.isNull { return false }
+            for v in values where Collation.compare(a, v, noCase: noCase) == 0 { return true }
+            return false
+        case .string(let op, let l, let r, let noCase):
+            guard case .string(var s) = l.evaluate(row), case .string(var p) = r.evaluate(row) else { return false }
+            if noCase {
+                s = ASCII.lowercased(s)
+                p = ASCII.lowercased(p)
+            }
+            switch op {
+            case .startsWith: return s.utf8.starts(with: p.utf8)
+            case .endsWith: return s.utf8.reversed().starts(with: p.utf8.reversed())
+            case .contains: return StringSearch.contains(s, p)
+            }
+        }
+    }
+}
+
+enum StringSearch {
+    /// Byte-wise substring search (the empty pattern is contained in every string).
+    static func contains(_ s: String, _ p: String) -> Bool {
+        let hay = Array(s.utf8)
+        let needle = Array(p.utf8)
+        if needle.isEmpty { return true }
+        if needle.count > hay.count { return false }
+        let first = needle[0]
+        var i = 0
+        let last = hay.count - needle.count
+        while i <= last {
+            if hay[i] == first {
+                var j = 1
+                while j < needle.count, hay[i + j] == needle[j] { j += 1 }
+                if j == needle.count { return true }
+            }
+            i += 1
+        }
+        return false
+    }
+}
+
+/// SQLite's arithmetic, reproduced: integer operations stay integers unless they overflow (then
+/// they are done in double); division and modulo by zero give null; a NaN result gives null;
+/// modulo truncates both operands to integers first.
+public enum Arithmetic {
+    /// Applies `op` to two values (null in, null out).
+    public static func apply(_ op: Expression.ArithmeticOperator, _ a: Value, _ b: Value) -> Value {
+        switch (a, b) {
+        case (.int(let x), .int(let y)):
+            switch op {
+            case .add:
+                let r = x.addingReportingOverflow(y)
+                return r.overflow ? real(Double(x) + Double(y)) : .int(r.partialValue)
+            case .subtract:
+                let r = x.subtractingReportingOverflow(y)
+                return r.overflow ? real(Double(x) - Double(y)) : .int(r.partialValue)
+            case .multiply:
+                let r = x.multipliedReportingOverflow(by: y)
+                return r.overflow ? real(Double(x) * Double(y)) : .int(r.partialValue)
+            case .divide:
+                if y == 0 { return .null }
+                if y == -1 && x == .min { return real(Double(x) / Double(y)) }
+                return .int(x / y)
+            case .modulo:
+                if y == 0 { return .null }
+                let d = y == -1 ? 1 : y
+                return .int(x % d)
+            }
+        default:
+            guard let x = a.doubleValue, let y = b.doubleValue else { return .null }
+            switch op {
+            case .add: return real(x + y)
+            case .subtract: return real(x - y)
+            case .multiply: return real(x * y)
+            case .divide:
+                if y == 0 { return .null }
+                return real(x / y)
+            case .modulo:
+                let ix = toInt64(a)
+                var iy = toInt64(b)
+                if iy == 0 { return .null }
+                if iy == -1 { iy = 1 }
+                return real(Double(ix % iy))
+            }
+        }
+    }
+
+    static func real(_ d: Double) -> Value { d.isNaN ? .null : .double(d) }
+
+    /// SQLite's conversion of a number to an integer: doubles are truncated and saturate at the
+    /// `Int64` bounds.
+    public static func toInt64(_ v: Value) -> Int64 {
+        switch v {
+        case .int(let i): return i
+        case .double(let d):
+            if d.isNaN { return 0 }
+            if d <= -9223372036854775808.0 { return .min }
+            if d >= 9223372036854775807.0 { return .max }
+            return Int64(d)
+        default: return 0
+        }
+    }
+}
+
+/// Type checking and name resolution of a ``Predicate``.
+struct Resolver {
+    let schema: TableSchema
+
+    func isStringId(_ n: Int) -> Bool { n == schema.idIndex && schema.columns[n].type == .string }
+
+    func fail(_ message: String) -> LocalStoreError {
+        LocalStoreError(.invalidQuery, "\(message) in a query on '\(schema.name)'", table: schema.name)
+    }
+
+    func depthCheck(_ depth: Int) throws {
+        if depth > ResolvedQuery.maximumDepth {
+            throw fail("the predicate is nested deeper than \(ResolvedQuery.maximumDepth) levels")
+        }
+    }
+
+    mutating func resolve(_ p: Predicate, depth: Int) throws -> ResolvedPredicate {
+        try depthCheck(depth)
+        switch p {
+        case .true: return .constant(true)
+        case .false: return .constant(false)
+        case .and(let ps):
+            if ps.isEmpty { return .constant(true) }
+            let parts = try ps.map { try resolve($0, depth: depth + 1) }
+            return parts.count == 1 ? parts[0] : .and(parts)
+        case .or(let ps):
+            if ps.isEmpty { return .constant(false) }
+            let parts = try ps.map { try resolve($0, depth: depth + 1) }
+            return parts.count == 1 ? parts[0] : .or(parts)
+        case .not(let inner):
+            return .not(try resolve(inner, depth: depth + 1))
+        case .isNull(let e):
+            let r = try resolveNullable(e, depth: depth + 1)
+            return r.map { .isNull($0) } ?? .constant(true)
+        case .isNotNull(let e):
+            let r = try resolveNullable(e, depth: depth + 1)
+            return r.map { .isNotNull($0) } ?? .constant(false)
+        case .compare(let l, let op, let r, let ci):
+            let rl = try resolveNullable(l, depth: depth + 1)
+            let rr = try resolveNullable(r, depth: depth + 1)
+            guard let a = rl, let b = rr else {
+                // A null literal on at least one side.
+                let other = rl ?? rr
+                switch op {
+                case .equal: return other.map { .isNull($0) } ?? .constant(true)
+                case .notEqual: return other.map { .isNotNull($0) } ?? .constant(false)
+                default: return .constant(false)
+                }
+            }
+            try checkComparable(a, b, what: "compare")
+            if ci {
+                guard a.type == .string, b.type == .string else {
+                    throw fail("case-insensitive comparison needs strings, not \(a.type) and \(b.type)")
+                }
+            }
+            return .compare(a, op, b, noCase: ci || a.isStringIdColumn || b.isStringIdColumn)
+        case .in(let e, let values):
+            let a = try resolveExpression(e, depth: depth + 1)
+            var kept: [Value] = []
+            for v in values where !v.isNull {
+                let lit = try literal(v)
+                try checkComparable(a, lit, what: "match with IN")
+                if case .literal(let value, _) = lit { kept.append(value) }
+            }
+            if kept.isEmpty { return .constant(false) }
+            return .in(a, kept, noCase: a.isStringIdColumn)
+        case .between(let e, let low, let high):
+            let a = try resolveExpression(e, depth: depth + 1)
+            if low.isNull || high.isNull { return .constant(false) }
+            let lo = try literal(low)
+            let hi = try literal(high)
+            try checkComparable(a, lo, what: "compare with BETWEEN")
+            try checkComparable(a, hi, what: "compare with BETWEEN")
+            let noCase = a.isStringIdColumn
+            return .and([.compare(a, .greaterOrEqual, lo, noCase: noCase), .compare(a, .lessOrEqual, hi, noCase: noCase)])
+        case .string(let op, let s, let pattern, let ci):
+            let rs = try resolveNullable(s, depth: depth + 1)
+            let rp = try resolveNullable(pattern, depth: depth + 1)
+            guard let a = rs, let b = rp else { return .constant(false) }
+            guard a.type == .string, b.type == .string else {
+                throw fail("\(op.rawValue) needs strings, not \(a.type) and \(b.type)")
+            }
+            return .string(op, a, b, noCase: ci || a.isStringIdColumn)
+        }
+    }
+
+    func literal(_ v: Value) throws -> ResolvedExpression {
+        switch v {
+        case .null: throw fail("null cannot be used here")
+        case .bool: return .literal(v, .boolean)
+        case .int: return .literal(v, .integer)
+        case .double(let d):
+            guard d.isFinite else { throw fail("the number \(d) cannot be used in a query") }
+            return .literal(v, .double)
+        case .string: return .literal(v, .string)
+        case .date: return .literal(v, .date)
+        case .binary: return .literal(v, .binary)
+        case .json: throw fail("json values cannot be compared")
+        }
+    }
+
+    func checkComparable(_ a: ResolvedExpression, _ b: ResolvedExpression, what: String) throws {
+        if a.type == .json || b.type == .json { throw fail("cannot \(what) json values") }
+        if a.type == b.type || (a.type.isNumeric && b.type.isNumeric) { return }
+        throw fail("cannot \(what) \(describe(a)) with \(describe(b))")
+    }
+
+    func describe(_ e: ResolvedExpression) -> String {
+        switch e {
+        case .column(let n, let t, _): return "column '\(schema.columns[n].name)' (\(t))"
+        case .literal(let v, _): return "\(v.kindName) \(v)"
+        default: return "a \(e.type) expression"
+        }
+    }
+
+    /// Resolves an expression; `nil` for the null literal.
+    mutating func resolveNullable(_ e: Expression, depth: Int) throws -> ResolvedExpression? {
+        if case .literal(.null) = e { return nil }
+        return try resolveExpression(e, depth: depth)
+    }
+
+    mutating func resolveExpression(_ e: Expression, depth: Int) throws -> ResolvedExpression {
+        try depthCheck(depth)
+        switch e {
+        case .field(let name):
+            guard let n = schema.index(ofColumn: name) else { throw LocalStoreError.unknownColumn(name, table: schema.name) }
+            return .column(n, schema.columns[n].type, isStringId: isStringId(n))
+        case .literal(let v):
+            return try literal(v)
+        case .arithmetic(let op, let l, let r):
+            let a = try resolveExpression(l, depth: depth + 1)
+            let b = try resolveExpression(r, depth: depth + 1)
+            guard a.type.isNumeric, b.type.isNumeric else {
+                throw fail("arithmetic needs numbers, not \(describe(a)) and \(describe(b))")
+            }
+            let t: ColumnType = (a.type == .integer && b.type == .integer) ? .integer : .double
+            return .arithmetic(op, a, b, t)
+        case .toLower(let inner), .toUpper(let inner), .length(let inner):
+            let a = try resolveExpression(inner, depth: depth + 1)
+            guard a.type == .string else { throw fail("string function applied to \(describe(a))") }
+            switch e {
+            case .toLower: return .toLower(a)
+            case .toUpper: return .toUpper(a)
+            default: return .length(a)
+            }
+        }
+    }
+}

@@ -1,0 +1,280 @@
+/// The type of a column. Values written to a column must have its type (an `int` is accepted by a
+/// `double` column and stored as a double); anything else is a `typeMismatch` error.
+public enum ColumnType: String, Sendable, Hashable, CaseIterable, Codable {
+    /// UTF-8 text: ``Value/string(_:)``.
+    case string
+    /// 64-bit signed integer: ``Value/int(_:)``.
+    case integer
+    /// Double-precision number: ``Value/double(_:)`` (``Value/int(_:)`` accepted and converted).
+    case double
+    /// ``Value/bool(_:)``.
+    case boolean
+    /// ``Value/date(_:)``, full `Date` precision.
+    case date
+    /// ``Value/binary(_:)``.
+    case binary
+    /// ``Value/json(_:)``: nested arrays and objects.
+    case json
+
+    /// Whether a value may be stored in a column of this type (null is always accepted).
+    public func accepts(_ value: Value) -> Bool {
+        switch (self, value) {
+        case (_, .null): return true
+        case (.string, .string), (.integer, .int), (.double, .double), (.double, .int), (.boolean, .bool),
+            (.date, .date), (.binary, .binary), (.json, .json):
+            return true
+        default: return false
+        }
+    }
+
+    /// Whether values of this type can be ordered (`<`, `>`, sort keys, ranges).
+    public var isOrderable: Bool { self != .json }
+
+    /// Whether values of this type are numbers (`integer` or `double`).
+    public var isNumeric: Bool { self == .integer || self == .double }
+}
+
+/// One column of a ``TableSchema``.
+public struct Column: Sendable, Hashable, Codable {
+    /// The column's name, in its defined spelling. Matched case-insensitively.
+    public var name: String
+    /// The column's type.
+    public var type: ColumnType
+    /// Whether the backend keeps an ordered index on the column.
+    public var indexed: Bool
+
+    /// Creates a column description.
+    public init(_ name: String, _ type: ColumnType, indexed: Bool = false) {
+        self.name = name
+        self.type = type
+        self.indexed = indexed
+    }
+}
+
+/// The system properties a sync table may carry as columns.
+public enum SystemProperty: String, Sendable, Hashable, CaseIterable {
+    /// `createdAt` (a date set by the server).
+    case createdAt
+    /// `updatedAt` (a date set by the server; delta sync keys on it).
+    case updatedAt
+    /// `version` (the server's opaque concurrency token). Always returned by selecting reads.
+    case version
+    /// `deleted` (soft delete flag).
+    case deleted
+
+    /// The column name of the property.
+    public var columnName: String { rawValue }
+}
+
+/// The definition of a table: its name, typed columns and which columns are indexed.
+///
+/// `id` is always a column: when `columns` does not declare it, a `string` id is added first.
+/// Names are matched case-insensitively (ASCII) and returned in their defined spelling.
+public struct TableSchema: Sendable, Hashable, CustomStringConvertible {
+    /// The largest number of columns a table may have, `id` included.
+    public static let maximumColumnCount = 1000
+
+    /// The table's name.
+    public let name: String
+    /// The columns in definition order; `id` is among them.
+    public let columns: [Column]
+    private let exact: [String: Int]
+    private let folded: [String: Int]
+
+    /// Creates a schema. The result is checked by ``validate()`` when a store defines it.
+    public init(name: String, columns: [Column]) {
+        var columns = columns
+        if !columns.contains(where: { Identifier.fold($0.name) == "id" }) {
+            columns.insert(Column("id", .string), at: 0)
+        }
+        self.name = name
+        self.columns = columns
+        var exact: [String: Int] = [:]
+        var folded: [String: Int] = [:]
+        for (n, c) in columns.enumerated() {
+            if exact[c.name] == nil { exact[c.name] = n }
+            let f = Identifier.fold(c.name)
+            if folded[f] == nil { folded[f] = n }
+        }
+        self.exact = exact
+        self.folded = folded
+    }
+
+    /// Creates a schema from a name and `(name, type)` pairs; `indexed` lists the indexed columns.
+    public init(_ name: String, _ columns: KeyValuePairs<String, ColumnType>, indexed: Set<String> = []) {
+        let foldedIndexed = Set(indexed.map(Identifier.fold))
+        self.init(
+            name: name,
+            columns: columns.map { Column($0.key, $0.value, indexed: foldedIndexed.contains(Identifier.fold($0.key))) })
+    }
+
+    /// The position of the column named `name` (case-insensitive), or `nil`.
+    @inlinable public func index(ofColumn name: String) -> Int? { lookup(name) }
+
+    @usableFromInline func lookup(_ name: String) -> Int? {
+        if let n = exact[name] { return n }
+        return folded[Identifier.fold(name)]
+    }
+
+    /// The column named `name` (case-insensitive), or `nil`.
+    public func column(named name: String) -> Column? { lookup(name).map { columns[$0] } }
+
+    /// The position of the `id` column.
+    public var idIndex: Int { folded["id"] ?? 0 }
+
+    /// The type of the `id` column (`string` for user tables).
+    public var idType: ColumnType { columns[idIndex].type }
+
+    /// The system properties the table has as columns.
+    public var systemProperties: Set<SystemProperty> {
+        Set(SystemProperty.allCases.filter { folded[Identifier.fold($0.columnName)] != nil })
+    }
+
+    /// Checks names, duplicates, the column count and the id type (`string` unless `idType` says otherwise).
+    public func validate(idType expected: ColumnType = .string) throws {
+        try Identifier.validate(name, what: "table name")
+        guard columns.count <= TableSchema.maximumColumnCount else {
+            throw LocalStoreError(
+                .invalidValue,
+                "table '\(name)' declares \(columns.count) columns; at most \(TableSchema.maximumColumnCount) are allowed",
+                table: name)
+        }
+        var seen = Set<String>()
+        for c in columns {
+            try Identifier.validate(c.name, what: "column name in table '\(name)'")
+            guard seen.insert(Identifier.fold(c.name)).inserted else {
+                throw LocalStoreError(
+                    .schemaConflict, "table '\(name)' declares column '\(c.name)' more than once", table: name,
+                    column: c.name)
+            }
+        }
+        guard idType == expected else {
+            throw LocalStoreError(
+                .schemaConflict, "column 'id' of table '\(name)' must have type \(expected), not \(idType)",
+                table: name, column: "id")
+        }
+    }
+
+    /// Merges a new definition of the same table into this one.
+    ///
+    /// Columns and indexes are only ever added: a column of `newer` that this schema lacks is appended,
+    /// an index requested by `newer` is added, and columns `newer` omits are kept. A column whose type
+    /// differs is a `schemaConflict`. The result keeps this schema's spellings.
+    public func merged(with newer: TableSchema) throws -> TableSchema {
+        var result = columns
+        for c in newer.columns {
+            if let n = lookup(c.name) {
+                guard result[n].type == c.type else {
+                    throw LocalStoreError(
+                        .schemaConflict,
+                        "column '\(result[n].name)' of table '\(name)' has type \(result[n].type); it cannot become \(c.type)",
+                        table: name, column: result[n].name)
+                }
+                if c.indexed { result[n].indexed = true }
+            } else {
+                result.append(c)
+            }
+        }
+        return TableSchema(name: name, columns: result)
+    }
+
+    /// `name(col type, ...)`.
+    public var description: String {
+        "\(name)(" + columns.map { "\($0.name) \($0.type)\($0.indexed ? " indexed" : "")" }.joined(separator: ", ") + ")"
+    }
+
+    /// Two schemas are equal when their names and columns are equal.
+    public static func == (lhs: TableSchema, rhs: TableSchema) -> Bool {
+        lhs.name == rhs.name && lhs.columns == rhs.columns
+    }
+
+    /// Hashes the name and columns.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(columns)
+    }
+}
+
+/// Rules for table and column names.
+public enum Identifier {
+    /// Checks `name` against `^[A-Za-z_][A-Za-z0-9_]{0,127}$`; throws `invalidIdentifier` otherwise.
+    public static func validate(_ name: String, what: String = "identifier") throws {
+        guard isValid(name) else {
+            throw LocalStoreError(
+                .invalidIdentifier,
+                "\(what) \(Value.string(name)) is not a valid identifier (letters, digits and _, not starting with a digit, at most 128)"
+            )
+        }
+    }
+
+    /// Whether `name` matches `^[A-Za-z_][A-Za-z0-9_]{0,127}$`.
+    public static func isValid(_ name: String) -> Bool {
+        let utf8 = name.utf8
+        guard !utf8.isEmpty, utf8.count <= 128 else { return false }
+        for (n, b) in utf8.enumerated() {
+            switch b {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "_"):
+                continue
+            case UInt8(ascii: "0")...UInt8(ascii: "9") where n > 0:
+                continue
+            default:
+                return false
+            }
+        }
+        return true
+    }
+
+    /// ASCII lower-casing: the folding under which identifiers and ids are matched.
+    @inlinable public static func fold(_ s: String) -> String { ASCII.lowercased(s) }
+}
+
+/// ASCII-only case mapping, the one every backend uses (SQLite's `lower()`, `upper()` and `NOCASE`).
+public enum ASCII {
+    /// `s` with `A`–`Z` mapped to `a`–`z`; every other byte unchanged.
+    @inlinable public static func lowercased(_ s: String) -> String {
+        var needs = false
+        for b in s.utf8 where b >= 0x41 && b <= 0x5A { needs = true; break }
+        if !needs { return s }
+        return String(decoding: s.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
+    }
+
+    /// `s` with `a`–`z` mapped to `A`–`Z`; every other byte unchanged.
+    @inlinable public static func uppercased(_ s: String) -> String {
+        var needs = false
+        for b in s.utf8 where b >= 0x61 && b <= 0x7A { needs = true; break }
+        if !needs { return s }
+        return String(decoding: s.utf8.map { $0 >= 0x61 && $0 <= 0x7A ? $0 & ~0x20 : $0 }, as: UTF8.self)
+    }
+
+    /// Compares the UTF-8 bytes of two strings after ASCII lower-casing; returns -1, 0 or 1.
+    @inlinable public static func compareFolded(_ a: String, _ b: String) -> Int {
+        var ia = a.utf8.makeIterator()
+        var ib = b.utf8.makeIterator()
+        while true {
+            switch (ia.next(), ib.next()) {
+            case (nil, nil): return 0
+            case (nil, _): return -1
+            case (_, nil): return 1
+            case (var x?, var y?):
+                if x >= 0x41 && x <= 0x5A { x |= 0x20 }
+                if y >= 0x41 && y <= 0x5A { y |= 0x20 }
+                if x != y { return x < y ? -1 : 1 }
+            }
+        }
+    }
+
+    /// Compares the UTF-8 bytes of two strings; returns -1, 0 or 1.
+    @inlinable public static func compareBytes(_ a: String, _ b: String) -> Int {
+        var ia = a.utf8.makeIterator()
+        var ib = b.utf8.makeIterator()
+        while true {
+            switch (ia.next(), ib.next()) {
+            case (nil, nil): return 0
+            case (nil, _): return -1
+            case (_, nil): return 1
+            case (let x?, let y?):
+                if x != y { return x < y ? -1 : 1 }
+            }
+        }
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+
+extension BenchReport {
+    /// Fills `ratioToBaseline` of every row whose backend names a baseline that ran the same workload:
+    /// the backend's operations per second divided by the baseline's.
+    public mutating func computeRatios(baselines: [String: String]) {
+        var rates: [String: Double] = [:]
+        for r in results { rates["\(r.backend)|\(r.workload)"] = r.opsPerSecond }
+        for i in results.indices {
+            guard let base = baselines[results[i].backend], let rate = rates["\(base)|\(results[i].workload)"],
+                rate > 0
+            else { continue }
+            results[i].ratioToBaseline = results[i].opsPerSecond / rate
+        }
+    }
+
+    /// The report as one JSON object (keys sorted, so runs diff cleanly).
+    public func json() throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return String(decoding: try encoder.encode(self), as: UTF8.self)
+    }
+
+    /// The results as CSV with a header line.
+    public func csv() -> String {
+        var lines = ["backend,workload,ops,seconds,opsPerSecond,p50Micros,p99Micros,ratioToBaseline"]
+        func f(_ d: Double?) -> String { d.map { String(format: "%.6g", $0) } ?? "" }
+        for r in results {
+            lines.append(
+                [r.backend, r.workload, String(r.ops), f(r.seconds), f(r.opsPerSecond), f(r.p50Micros), f(r.p99Micros),
+                 f(r.ratioToBaseline)].joined(separator: ","))
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// An aligned text table: results, then store size and peak memory per backend.
+    public func table() -> String {
+        func f(_ d: Double?, _ digits: Int = 1) -> String { d.map { String(format: "%.\(digits)f", $0) } ?? "-" }
+        let header = ["backend", "workload", "ops", "seconds", "ops/s", "p50 µs", "p99 µs", "× baseline"]
+        var rows = results.map {
+            [$0.backend, $0.workload, String($0.ops), f($0.seconds, 3), f($0.opsPerSecond, 0), f($0.p50Micros),
+             f($0.p99Micros), $0.ratioToBaseline.map { String(format: "%.2f", $0) } ?? "-"]
+        }
+        rows.insert(header, at: 0)
+        var out = "records: \(records)   " + environment.keys.sorted().map { "\($0): \(environment[$0]!)" }
+            .joined(separator: "   ") + "\n\n"
+        out += Self.align(rows, rightAligned: Set(2..<header.count))
+        out += "\n"
+        var foot = [["backend", "store size", "peak memory"]]
+        for fp in footprints {
+            foot.append([fp.backend, Self.bytes(fp.storeBytes), Self.bytes(fp.peakMemoryBytes)])
+        }
+        out += Self.align(foot, rightAligned: [1, 2])
+        return out
+    }
+
+    static func bytes(_ n: Int64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB"]
+        var v = Double(n)
+        var u = 0
+        while v >= 1024 && u < units.count - 1 {
+            v /= 1024
+            u += 1
+        }
+        return u == 0 ? "\(n) B" : String(format: "%.1f", v) + " " + units[u]
+    }
+
+    static func align(_ rows: [[String]], rightAligned: Set<Int>) -> String {
+        guard let width = rows.first?.count else { return "" }
+        var widths = [Int](repeating: 0, count: width)
+        for r in rows { for (i, c) in r.enumerated() { widths[i] = max(widths[i], c.count) } }
+        var out = ""
+        for (n, r) in rows.enumerated() {
+            let cells = r.enumerated().map { i, c -> String in
+                let pad = String(repeating: " ", count: widths[i] - c.count)
+                return rightAligned.contains(i) ? pad + c : c + pad
+            }
+            out += cells.joined(separator: "  ") + "\n"
+            if n == 0 { out += widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ") + "\n" }
+        }
+        return out
+    }
+}

@@ -1,0 +1,394 @@
+import Foundation
+import LocalStore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A backend (or baseline) the benchmark can run.
+public struct BenchBackend: Sendable {
+    /// The name in result rows (`memory`, `sqlite`, `sqlite-c`, ...).
+    public let name: String
+    /// The baseline whose numbers this backend's `ratioToBaseline` divides by, if any.
+    public let baseline: String?
+    /// Whether the store survives close and reopen (enables the `open` workload).
+    public let isPersistent: Bool
+    /// Creates a subject whose store lives in `directory`.
+    public let make: @Sendable (_ directory: URL) throws -> any BenchSubject
+
+    public init(
+        name: String, baseline: String?, isPersistent: Bool,
+        make: @escaping @Sendable (_ directory: URL) throws -> any BenchSubject
+    ) {
+        self.name = name
+        self.baseline = baseline
+        self.isPersistent = isPersistent
+        self.make = make
+    }
+}
+
+/// One result row.
+public struct BenchResult: Sendable, Codable, Hashable {
+    public var backend: String
+    public var workload: String
+    public var ops: Int
+    public var seconds: Double
+    public var opsPerSecond: Double
+    public var p50Micros: Double?
+    public var p99Micros: Double?
+    public var ratioToBaseline: Double?
+}
+
+/// What the benchmark measured about a backend as a whole.
+public struct BenchFootprint: Sendable, Codable, Hashable {
+    public var backend: String
+    public var storeBytes: Int64
+    public var peakMemoryBytes: Int64
+}
+
+/// The whole report, as printed by `--format json`.
+public struct BenchReport: Sendable, Codable {
+    public var records: Int
+    public var environment: [String: String]
+    public var results: [BenchResult]
+    public var footprints: [BenchFootprint]
+
+    public init(records: Int, environment: [String: String], results: [BenchResult], footprints: [BenchFootprint]) {
+        self.records = records
+        self.environment = environment
+        self.results = results
+        self.footprints = footprints
+    }
+}
+
+/// The workload names, in the order they run.
+public enum Workload: String, CaseIterable, Sendable {
+    case upsert, readById = "read-by-id", queryIndexed = "query-indexed", queryScan = "query-scan", count,
+        update, localWrite = "local-write", pushDrain = "push-drain", deltaToken = "delta-token", open,
+        deleteByQuery = "delete-by-query"
+
+    /// Whether one timed call is one operation (so p50/p99 latencies are reported).
+    var isPerOperation: Bool {
+        switch self {
+        case .upsert, .update, .deleteByQuery: return false
+        default: return true
+        }
+    }
+}
+
+/// Deterministic data and the workload driver.
+public struct BenchRunner {
+    public var records: Int
+    public var seed: UInt64
+    public var progress: Progress?
+
+    public init(records: Int, seed: UInt64, progress: Progress? = nil) {
+        self.records = records
+        self.seed = seed
+        self.progress = progress
+    }
+
+    /// Runs every workload on `backend` in a fresh temporary directory (removed afterwards).
+    public func run(_ backend: BenchBackend) throws -> (results: [BenchResult], footprint: BenchFootprint) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "localstore-bench-\(backend.name)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        Memory.resetPeak()
+        let subject = try backend.make(directory)
+        var rng = SplitMix64(seed: seed)
+        let data = BenchData(count: records, rng: &rng)
+        var results: [BenchResult] = []
+        func record(_ w: Workload, ops: Int, _ m: Measurement) {
+            let seconds = Double(m.totalNanos) / 1e9
+            results.append(
+                BenchResult(
+                    backend: backend.name, workload: w.rawValue, ops: ops, seconds: seconds,
+                    opsPerSecond: seconds > 0 ? Double(ops) / seconds : 0,
+                    p50Micros: w.isPerOperation ? m.percentile(0.50) : nil,
+                    p99Micros: w.isPerOperation ? m.percentile(0.99) : nil, ratioToBaseline: nil))
+        }
+        try subject.setUp()
+        let pages = stride(from: 0, to: data.records.count, by: 500).map {
+            Array(data.records[$0..<min($0 + 500, data.records.count)])
+        }
+
+        progress?.begin(backend.name, .upsert)
+        var m = Measurement()
+        for (n, page) in pages.enumerated() {
+            try m.time { try subject.upsert(page) }
+            progress?.update(Double(n + 1) / Double(pages.count))
+        }
+        record(.upsert, ops: data.records.count, m)
+
+        progress?.begin(backend.name, .readById)
+        m = Measurement()
+        let reads = min(records, 50_000)
+        var found = 0
+        for n in 0..<reads {
+            let id = data.records[Int(rng.next() % UInt64(data.records.count))].id
+            if try m.time({ try subject.read(id: id) }) { found += 1 }
+            if n % 1000 == 0 { progress?.update(Double(n) / Double(reads)) }
+        }
+        try BenchCheck.equal(found, reads, "\(backend.name) read-by-id found")
+        record(.readById, ops: reads, m)
+
+        progress?.begin(backend.name, .queryIndexed)
+        m = Measurement()
+        let indexedQueries = 500
+        for _ in 0..<indexedQueries {
+            let p = Int64(rng.next() % 10)
+            let n = try m.time { try subject.queryIndexed(priority: p) }
+            try BenchCheck.equal(n, min(50, data.priorityCounts[Int(p)]), "\(backend.name) query-indexed rows")
+        }
+        record(.queryIndexed, ops: indexedQueries, m)
+
+        progress?.begin(backend.name, .queryScan)
+        m = Measurement()
+        let scans = 20
+        for n in 0..<scans {
+            let needle = "#\(rng.next() % 1000)#"
+            _ = try m.time { try subject.queryScan(textContains: needle) }
+            progress?.update(Double(n + 1) / Double(scans))
+        }
+        record(.queryScan, ops: scans, m)
+
+        progress?.begin(backend.name, .count)
+        m = Measurement()
+        let counts = 50
+        for _ in 0..<counts {
+            let n = try m.time { try subject.countComplete() }
+            try BenchCheck.equal(n, data.completeCount, "\(backend.name) count")
+        }
+        record(.count, ops: counts, m)
+
+        progress?.begin(backend.name, .update)
+        m = Measurement()
+        let updated = data.updates(fraction: 0.1, rng: &rng)
+        let updatePages = stride(from: 0, to: updated.count, by: 500).map {
+            Array(updated[$0..<min($0 + 500, updated.count)])
+        }
+        for page in updatePages { try m.time { try subject.upsert(page) } }
+        record(.update, ops: updated.count, m)
+
+        progress?.begin(backend.name, .localWrite)
+        m = Measurement()
+        let localWrites = max(1, min(records / 10, 5_000))
+        for n in 0..<localWrites {
+            let r = data.newRecord(n, rng: &rng)
+            try m.time { try subject.localWrite(r) }
+            if n % 100 == 0 { progress?.update(Double(n) / Double(localWrites)) }
+        }
+        record(.localWrite, ops: localWrites, m)
+
+        progress?.begin(backend.name, .pushDrain)
+        m = Measurement()
+        var drained = 0
+        while try m.time({ try subject.drainOne() }) {
+            drained += 1
+            if drained % 100 == 0 { progress?.update(Double(drained) / Double(localWrites)) }
+        }
+        try BenchCheck.equal(drained, localWrites, "\(backend.name) push-drain drained")
+        // The last timed call found the queue empty: it is not an operation.
+        m.dropLast()
+        record(.pushDrain, ops: drained, m)
+
+        progress?.begin(backend.name, .deltaToken)
+        m = Measurement()
+        let tokens = 1000
+        for n in 0..<tokens {
+            let date = Date(timeIntervalSince1970: 1_700_000_000 + Double(n))
+            let back = try m.time { try subject.deltaTokenRoundTrip(date, queryId: "q\(n % 10)") }
+            try BenchCheck.equal(back, date, "\(backend.name) delta token")
+        }
+        record(.deltaToken, ops: tokens, m)
+
+        if backend.isPersistent {
+            progress?.begin(backend.name, .open)
+            m = Measurement()
+            let opens = 20
+            for _ in 0..<opens {
+                let id = data.records[Int(rng.next() % UInt64(data.records.count))].id
+                let ok = try m.time { try subject.reopen(andRead: id) }
+                try BenchCheck.equal(ok, true, "\(backend.name) open then read")
+            }
+            record(.open, ops: opens, m)
+        }
+
+        progress?.begin(backend.name, .deleteByQuery)
+        m = Measurement()
+        var deleted = 0
+        for p in 0..<5 { deleted += try m.time { try subject.deleteWhere(priority: Int64(p)) } }
+        record(.deleteByQuery, ops: deleted, m)
+        progress?.end()
+
+        try subject.close()
+        let footprint = BenchFootprint(
+            backend: backend.name, storeBytes: DiskUsage.bytes(of: directory), peakMemoryBytes: Memory.peakBytes())
+        return (results, footprint)
+    }
+}
+
+enum BenchCheck {
+    static func equal<T: Equatable>(_ a: T, _ b: T, _ what: String) throws {
+        guard a == b else {
+            throw LocalStoreError(.internal, "benchmark self-check failed: \(what): got \(a), expected \(b)")
+        }
+    }
+}
+
+/// Per-call timings of one workload.
+struct Measurement {
+    private(set) var samples: [UInt64] = []
+    private(set) var totalNanos: UInt64 = 0
+
+    mutating func time<R>(_ body: () throws -> R) throws -> R {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let r = try body()
+        let elapsed = DispatchTime.now().uptimeNanoseconds - start
+        samples.append(elapsed)
+        totalNanos += elapsed
+        return r
+    }
+
+    mutating func dropLast() {
+        if let last = samples.popLast() { totalNanos -= last }
+    }
+
+    func percentile(_ p: Double) -> Double? {
+        guard !samples.isEmpty else { return nil }
+        let sorted = samples.sorted()
+        let index = min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)
+        return Double(sorted[max(0, index)]) / 1000
+    }
+}
+
+/// The benchmark's deterministic data set.
+struct BenchData {
+    var records: [TodoRecord] = []
+    var priorityCounts = [Int](repeating: 0, count: 10)
+    var completeCount = 0
+
+    init(count: Int, rng: inout SplitMix64) {
+        records.reserveCapacity(count)
+        for i in 0..<count {
+            let r = BenchData.record(i, rng: &rng)
+            priorityCounts[Int(r.priority)] += 1
+            if r.complete { completeCount += 1 }
+            records.append(r)
+        }
+    }
+
+    static let words = ["buy", "milk", "call", "mom", "write", "report", "fix", "bug", "plan", "trip", "read", "book"]
+
+    static func record(_ i: Int, rng: inout SplitMix64) -> TodoRecord {
+        let id = String(rng.next(), radix: 16) + "-" + String(i)
+        let text = "\(words[Int(rng.next() % 12)]) \(words[Int(rng.next() % 12)]) #\(i % 1000)# item \(i)"
+        let created = Date(timeIntervalSince1970: 1_600_000_000 + Double(rng.next() % 100_000_000) / 1000 * 1000)
+        return TodoRecord(
+            id: id, text: text, complete: rng.next() % 2 == 0, priority: Int64(rng.next() % 10), createdAt: created,
+            updatedAt: created.addingTimeInterval(Double(rng.next() % 1_000_000) / 1000), version: "AAAAAAAAB9E=",
+            deleted: false)
+    }
+
+    func updates(fraction: Double, rng: inout SplitMix64) -> [TodoRecord] {
+        let n = max(1, Int(Double(records.count) * fraction))
+        return (0..<n).map { _ in
+            // Changed fields only in the text and timestamps, so counts checked later stay valid.
+            var r = records[Int(rng.next() % UInt64(records.count))]
+            r.text += " (edited)"
+            r.updatedAt = r.updatedAt.addingTimeInterval(60)
+            r.version = "AAAAAAAAB9F="
+            return r
+        }
+    }
+
+    func newRecord(_ n: Int, rng: inout SplitMix64) -> TodoRecord {
+        var r = BenchData.record(records.count + n, rng: &rng)
+        r.id = "local-\(n)-" + String(rng.next(), radix: 36)
+        r.priority = 10 + Int64(n % 5)  // outside 0..<10, so query-indexed expectations stay exact
+        r.complete = false
+        return r
+    }
+}
+
+/// A small, fast, seedable generator (SplitMix64).
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+enum DiskUsage {
+    static func bytes(of directory: URL) -> Int64 {
+        guard let e = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: [.fileSizeKey])
+        else { return 0 }
+        var total: Int64 = 0
+        for case let url as URL in e {
+            total += Int64((try? url.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0)
+        }
+        return total
+    }
+}
+
+enum Memory {
+    /// Resets the kernel's peak-RSS counter for this process (Linux: `echo 5 > /proc/self/clear_refs`).
+    static func resetPeak() {
+        if let h = FileHandle(forWritingAtPath: "/proc/self/clear_refs") {
+            h.write(Data("5".utf8))
+            try? h.close()
+        }
+    }
+
+    /// The peak resident set size since the last reset (`VmHWM`), in bytes.
+    static func peakBytes() -> Int64 {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+            let digits = line.split(separator: " ").dropFirst().first.flatMap { Int64($0) } ?? 0
+            return digits * 1024
+        }
+        return 0
+    }
+}
+
+/// Progress on stderr, shown once a backend's run has taken more than a second.
+public final class Progress {
+    private var start = DispatchTime.now().uptimeNanoseconds
+    private var lastDraw: UInt64 = 0
+    private var label = ""
+    private let isTTY = isatty(2) != 0
+    private var shown = false
+
+    public init() {}
+
+    func begin(_ backend: String, _ workload: Workload) {
+        if label.isEmpty || !label.hasPrefix(backend + " ") { start = DispatchTime.now().uptimeNanoseconds }
+        label = "\(backend) \(workload.rawValue)"
+        update(0)
+    }
+
+    func update(_ fraction: Double) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard now - start > 1_000_000_000, now - lastDraw > 200_000_000 || fraction == 0 else { return }
+        lastDraw = now
+        shown = true
+        let text = "\(label) \(Int(fraction * 100))%"
+        if isTTY {
+            FileHandle.standardError.write(Data("\r\u{1B}[K\(text)".utf8))
+        } else if fraction == 0 {
+            FileHandle.standardError.write(Data("\(label)…\n".utf8))
+        }
+    }
+
+    func end() {
+        if shown && isTTY { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        shown = false
+        label = ""
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import LocalStore
+
+/// One row of the benchmark's table, shaped like the Azure Mobile Apps docs' `TodoItem`.
+public struct TodoRecord: Sendable, Hashable {
+    public var id: String
+    public var text: String
+    public var complete: Bool
+    public var priority: Int64
+    public var createdAt: Date
+    public var updatedAt: Date
+    public var version: String
+    public var deleted: Bool
+
+    public init(
+        id: String, text: String, complete: Bool, priority: Int64, createdAt: Date, updatedAt: Date, version: String,
+        deleted: Bool
+    ) {
+        self.id = id
+        self.text = text
+        self.complete = complete
+        self.priority = priority
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.version = version
+        self.deleted = deleted
+    }
+
+    /// The record as a ``LocalStore`` item.
+    public var item: Item {
+        Item([
+            "id": .string(id), "text": .string(text), "complete": .bool(complete), "priority": .int(priority),
+            "createdAt": .date(createdAt), "updatedAt": .date(updatedAt), "version": .string(version),
+            "deleted": .bool(deleted),
+        ])
+    }
+
+    /// The table's schema: priority and updatedAt indexed.
+    public static let schema = TableSchema(
+        name: "TodoItem",
+        columns: [
+            Column("id", .string), Column("text", .string), Column("complete", .boolean),
+            Column("priority", .integer, indexed: true), Column("createdAt", .date),
+            Column("updatedAt", .date, indexed: true), Column("version", .string), Column("deleted", .boolean),
+        ])
+}
+
+/// What the benchmark drives: a backend through the `LocalStore` API, or a baseline written directly
+/// against an engine's C API. Every method is one unit of a workload's work.
+public protocol BenchSubject: AnyObject {
+    /// Creates the TodoItem table.
+    func setUp() throws
+    /// Writes one page of records in one transaction (insert or merge-update by id).
+    func upsert(_ page: [TodoRecord]) throws
+    /// Reads one row by id; returns whether it was found.
+    func read(id: String) throws -> Bool
+    /// `priority == p`, sorted by `updatedAt` descending, top 50; returns the row count.
+    func queryIndexed(priority: Int64) throws -> Int
+    /// `text contains needle` (not indexed), top 50, sorted by id; returns the row count.
+    func queryScan(textContains needle: String) throws -> Int
+    /// `count(*) where complete == true`.
+    func countComplete() throws -> Int
+    /// Deletes the rows with `priority == p`; returns how many were deleted.
+    func deleteWhere(priority: Int64) throws -> Int
+    /// One transaction: upsert one record and append one operation for it.
+    func localWrite(_ record: TodoRecord) throws
+    /// Takes the first pending operation, removes it and its errors; returns false when the queue was empty.
+    func drainOne() throws -> Bool
+    /// Closes the store, opens it again and reads the row `id`.
+    func reopen(andRead id: String) throws -> Bool
+    /// Sets, then gets, a delta token.
+    func deltaTokenRoundTrip(_ date: Date, queryId: String) throws -> Date?
+    /// Closes the store.
+    func close() throws
+}
+
+/// Drives any ``LocalStore`` through its public API.
+public final class LocalStoreSubject: BenchSubject {
+    private var store: any LocalStore
+    private let reopenStore: (() throws -> any LocalStore)?
+
+    /// `open` creates the store; `reopen` (persistent backends only) opens it again after a close.
+    public init(store: any LocalStore, reopen: (() throws -> any LocalStore)?) {
+        self.store = store
+        self.reopenStore = reopen
+    }
+
+    public func setUp() throws { try store.defineTable(TodoRecord.schema) }
+
+    public func upsert(_ page: [TodoRecord]) throws {
+        try store.upsert(page.map(\.item), into: "TodoItem")
+    }
+
+    public func read(id: String) throws -> Bool { try store.read(table: "TodoItem", id: id) != nil }
+
+    public func queryIndexed(priority: Int64) throws -> Int {
+        try store.read(
+            Query("TodoItem", where: Field("priority") == .literal(.int(priority)),
+                  sort: [SortKey("updatedAt", .descending)], top: 50)
+        ).items.count
+    }
+
+    public func queryScan(textContains needle: String) throws -> Int {
+        try store.read(Query("TodoItem", where: Field("text").contains(.literal(.string(needle))), top: 50)).items.count
+    }
+
+    public func countComplete() throws -> Int { try store.count("TodoItem", where: Field("complete") == true) }
+
+    public func deleteWhere(priority: Int64) throws -> Int {
+        try store.write { tx in
+            let n = try tx.count("TodoItem", where: Field("priority") == .literal(.int(priority)))
+            try tx.delete(matching: Query("TodoItem", where: Field("priority") == .literal(.int(priority))))
+            return n
+        }
+    }
+
+    public func localWrite(_ record: TodoRecord) throws {
+        try store.write { tx in
+            try tx.upsert([record.item], into: "TodoItem")
+            _ = try tx.appendOperation(table: "TodoItem", itemId: record.id, properties: Array(#"{"type":"insert"}"#.utf8))
+        }
+    }
+
+    public func drainOne() throws -> Bool {
+        guard let op = try store.operation(after: 0) else { return false }
+        try store.removeOperation(id: op.id)
+        return true
+    }
+
+    public func reopen(andRead id: String) throws -> Bool {
+        guard let reopenStore else { throw LocalStoreError(.unsupported, "this backend cannot be reopened") }
+        try store.close()
+        store = try reopenStore()
+        return try store.read(table: "TodoItem", id: id) != nil
+    }
+
+    public func deltaTokenRoundTrip(_ date: Date, queryId: String) throws -> Date? {
+        try store.setDeltaToken(date, table: "TodoItem", queryId: queryId)
+        return try store.deltaToken(table: "TodoItem", queryId: queryId)
+    }
+
+    public func close() throws { try store.close() }
+}

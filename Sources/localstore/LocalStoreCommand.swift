@@ -1,0 +1,78 @@
+import ArgumentParser
+import Foundation
+import LocalStore
+import LocalStoreBench
+
+@main
+struct LocalStoreCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "localstore",
+        abstract: "Work with LocalStore stores and compare their backends.",
+        subcommands: [Bench.self])
+}
+
+struct Bench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the sync-client workloads against every backend on temporary stores.",
+        discussion: """
+            Workloads: \(Workload.allCases.map(\.rawValue).joined(separator: ", ")).
+            Baselines (\(BackendRegistry.baselineNames.joined(separator: ", "))) run the same work directly \
+            against the engines' C APIs; ratios compare each backend to its engine's baseline.
+            """)
+
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case table, json, csv
+    }
+
+    @Option(help: "Comma-separated backends: \(BackendRegistry.backendNames.joined(separator: ",")).")
+    var backends: String = BackendRegistry.backendNames.joined(separator: ",")
+
+    @Option(help: "Records in the table.")
+    var records: Int = 100_000
+
+    @Option(help: "Seed of the data and of the random choices.")
+    var seed: UInt64 = 42
+
+    @Option(help: "Output format: table, json or csv.")
+    var format: Format = .table
+
+    @Flag(help: "Skip the C-API baselines.")
+    var noBaselines = false
+
+    func validate() throws {
+        guard records >= 1 else { throw ValidationError("--records must be at least 1") }
+        let known = Set(BackendRegistry.backendNames + BackendRegistry.baselineNames)
+        for name in requested where !known.contains(name) {
+            throw ValidationError("unknown backend '\(name)'; known: \(known.sorted().joined(separator: ", "))")
+        }
+    }
+
+    var requested: [String] {
+        backends.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    func run() throws {
+        var names = requested
+        if !noBaselines {
+            for b in BackendRegistry.baselineNames where !names.contains(b) { names.append(b) }
+        }
+        let runner = BenchRunner(records: records, seed: seed, progress: Progress())
+        var report = BenchReport(records: records, environment: BackendRegistry.environment(), results: [], footprints: [])
+        var baselines: [String: String] = [:]
+        // Baselines first, so a backend's ratio is available as soon as it is measured.
+        let ordered = names.filter { BackendRegistry.baselineNames.contains($0) } + names.filter { !BackendRegistry.baselineNames.contains($0) }
+        for name in ordered {
+            guard let backend = BackendRegistry.backend(named: name) else { continue }
+            let (results, footprint) = try runner.run(backend)
+            report.results += results
+            report.footprints.append(footprint)
+            if let base = backend.baseline { baselines[backend.name] = base }
+        }
+        report.computeRatios(baselines: baselines)
+        switch format {
+        case .table: print(report.table(), terminator: "")
+        case .json: print(try report.json())
+        case .csv: print(report.csv(), terminator: "")
+        }
+    }
+}
