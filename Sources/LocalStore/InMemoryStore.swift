@@ -244,6 +244,7 @@ final class MemTable {
     private(set) var schema: TableSchema
     private(set) var rows: [Key: [Value]] = [:]
     private(set) var indexes: [Int: BTree<IndexEntry>] = [:]
+    private var indexedColumns: [Int] = []
     /// Every id in id order (entries with a null value), for id ranges and id-ordered scans.
     private(set) var idOrder = BTree<IndexEntry>()
 
@@ -252,6 +253,7 @@ final class MemTable {
         for (n, c) in schema.columns.enumerated() where c.indexed && n != schema.idIndex {
             indexes[n] = BTree()
         }
+        indexedColumns = indexes.keys.sorted()
     }
 
     static func key(_ id: Value) -> Key {
@@ -273,7 +275,8 @@ final class MemTable {
         let width = newSchema.columns.count
         if width > schema.columns.count {
             for key in Array(rows.keys) {
-                rows[key]!.append(contentsOf: repeatElement(.null, count: width - rows[key]!.count))
+                let missing = max(0, width - (rows[key]?.count ?? width))
+                rows[key]?.append(contentsOf: repeatElement(Value.null, count: missing))
             }
         }
         schema = newSchema
@@ -282,15 +285,19 @@ final class MemTable {
             for row in rows.values { tree.insert(IndexEntry(row[n], row[newSchema.idIndex])) }
             indexes[n] = tree
         }
+        indexedColumns = indexes.keys.sorted()
     }
 
     /// Replaces (or removes, for `nil`) the row stored under `key`, keeping the indexes in step.
     func set(_ key: Key, _ row: [Value]?) {
         let old = rows[key]
         let idIndex = schema.idIndex
-        for (n, _) in indexes {
-            if let old { indexes[n]!.remove(IndexEntry(old[n], old[idIndex])) }
-            if let row { indexes[n]!.insert(IndexEntry(row[n], row[idIndex])) }
+        // Iterate over the keys, not the dictionary: an iterator would hold a copy of `indexes` and
+        // force copy-on-write of every tree it changes.
+        for n in indexedColumns {
+            if let old, let row, old[n] == row[n], old[idIndex] == row[idIndex] { continue }
+            if let old { indexes[n]?.remove(IndexEntry(old[n], old[idIndex])) }
+            if let row { indexes[n]?.insert(IndexEntry(row[n], row[idIndex])) }
         }
         switch (old, row) {
         case (nil, let new?): idOrder.insert(IndexEntry(.null, new[idIndex]))

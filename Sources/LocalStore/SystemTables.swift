@@ -188,7 +188,7 @@ public struct TableConfigEntry: Sendable, Hashable {
 public enum DeltaTokenFormat {
     /// Formats a date.
     public static func string(from date: Date) -> String {
-        let ms = (date.timeIntervalSince1970 * 1000).rounded(.down)
+        let ms = (date.timeIntervalSince1970 * 1000).rounded()
         let seconds = Int64((ms / 1000).rounded(.down))
         let millis = Int(ms - Double(seconds) * 1000)
         let days = floorDiv(seconds, 86400)
