@@ -380,7 +380,7 @@ final class MemTable {
         case .compare(.column(let n, _, _), let op, .literal(let v, _), false) where indexes[n] != nil:
             return (n, [range(op, v)].compactMap { $0 })
         case .compare(.literal(let v, _), let op, .column(let n, _, _), false) where indexes[n] != nil:
-            let flipped: Predicate.ComparisonOperator
+            let flipped: QueryPredicate.ComparisonOperator
             switch op {
             case .less: flipped = .greater
             case .lessOrEqual: flipped = .greaterOrEqual
@@ -400,7 +400,7 @@ final class MemTable {
         }
     }
 
-    private func range(_ op: Predicate.ComparisonOperator, _ v: Value) -> IndexRange? {
+    private func range(_ op: QueryPredicate.ComparisonOperator, _ v: Value) -> IndexRange? {
         switch op {
         case .equal: return IndexRange(lower: v, lowerInclusive: true, upper: v, upperInclusive: true)
         case .less: return IndexRange(lower: .null, lowerInclusive: false, upper: v, upperInclusive: false)

@@ -101,7 +101,7 @@ extension LocalStoreAccess {
     }
 
     /// The number of rows matching `predicate` in `table`.
-    public func count(_ table: String, where predicate: Predicate? = nil) throws -> Int {
+    public func count(_ table: String, where predicate: QueryPredicate? = nil) throws -> Int {
         try read(Query(table, where: predicate, top: 0, includeTotalCount: true)).totalCount ?? 0
     }
 
@@ -134,7 +134,7 @@ extension LocalStoreAccess {
 
     /// The pending operations of one item of `table` (item id matched case-insensitively), in id order.
     public func pendingOperations(table: String, itemId: String) throws -> [TableOperation] {
-        let p: Predicate = Field("table") == .literal(.string(table))
+        let p: QueryPredicate = Field("table") == .literal(.string(table))
             && Field("itemId").equalsIgnoringCase(.literal(.string(itemId)))
         return try read(Query(operationTableName, where: p, sort: [SortKey("id")])).items.compactMap(TableOperation.init)
     }
@@ -191,7 +191,7 @@ extension LocalStoreAccess {
 
     /// The delta token stored for `(table, queryId)`, or `nil`.
     public func deltaToken(table: String, queryId: String) throws -> Date? {
-        let p: Predicate = Field("table") == .literal(.string(table)) && Field("key") == .literal(.string(queryId))
+        let p: QueryPredicate = Field("table") == .literal(.string(table)) && Field("key") == .literal(.string(queryId))
             && Field("keyType") == .literal(.int(TableConfigEntry.deltaTokenKeyType))
         guard let item = try read(Query(configTableName, where: p, top: 1)).items.first,
             let text = item["value"]?.stringValue

@@ -30,7 +30,7 @@ public enum OData {
     }
 
     /// The `$filter` expression of a predicate.
-    public static func filter(_ p: Predicate) throws -> String {
+    public static func filter(_ p: QueryPredicate) throws -> String {
         switch p {
         case .true: return "true"
         case .false: return "false"
@@ -42,7 +42,7 @@ public enum OData {
             return ps.count == 1 ? try filter(ps[0]) : "(" + (try ps.map(filter).joined(separator: " or ")) + ")"
         case .not(let inner): return "not (\(try filter(inner)))"
         case .compare(let l, let op, let r, let ci):
-            let ops: [Predicate.ComparisonOperator: String] = [
+            let ops: [QueryPredicate.ComparisonOperator: String] = [
                 .equal: "eq", .notEqual: "ne", .less: "lt", .lessOrEqual: "le", .greater: "gt", .greaterOrEqual: "ge",
             ]
             return "\(try expression(l, lower: ci)) \(ops[op] ?? "eq") \(try expression(r, lower: ci))"
@@ -67,13 +67,13 @@ public enum OData {
         }
     }
 
-    static func expression(_ e: Expression, lower: Bool = false) throws -> String {
+    static func expression(_ e: QueryExpression, lower: Bool = false) throws -> String {
         let text: String
         switch e {
         case .field(let name): text = name
         case .literal(let v): text = try literal(v)
         case .arithmetic(let op, let l, let r):
-            let ops: [Expression.ArithmeticOperator: String] = [
+            let ops: [QueryExpression.ArithmeticOperator: String] = [
                 .add: "add", .subtract: "sub", .multiply: "mul", .divide: "div", .modulo: "mod",
             ]
             text = "(\(try expression(l)) \(ops[op] ?? "add") \(try expression(r)))"

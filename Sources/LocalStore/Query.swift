@@ -9,7 +9,7 @@ public struct Query: Sendable, Hashable {
     /// The table to read.
     public var table: String
     /// The filter; `nil` matches every row.
-    public var predicate: Predicate?
+    public var predicate: QueryPredicate?
     /// Sort keys, most significant first. Ties are always broken by `id` ascending.
     public var sort: [SortKey]
     /// Rows to skip after sorting.
@@ -23,7 +23,7 @@ public struct Query: Sendable, Hashable {
 
     /// Creates a query.
     public init(
-        _ table: String, where predicate: Predicate? = nil, sort: [SortKey] = [], skip: Int = 0, top: Int? = nil,
+        _ table: String, where predicate: QueryPredicate? = nil, sort: [SortKey] = [], skip: Int = 0, top: Int? = nil,
         select: [String]? = nil, includeTotalCount: Bool = false
     ) {
         self.table = table
@@ -92,20 +92,20 @@ public struct SortKey: Sendable, Hashable {
     }
 }
 
-/// A value-producing expression inside a ``Predicate``.
-public indirect enum Expression: Sendable, Hashable {
+/// A value-producing expression inside a ``QueryPredicate``.
+public indirect enum QueryExpression: Sendable, Hashable {
     /// A column of the queried table.
     case field(String)
     /// A constant.
     case literal(Value)
     /// Arithmetic on two numeric expressions.
-    case arithmetic(ArithmeticOperator, Expression, Expression)
+    case arithmetic(ArithmeticOperator, QueryExpression, QueryExpression)
     /// ASCII lower-casing of a string expression (SQLite's `lower()`).
-    case toLower(Expression)
+    case toLower(QueryExpression)
     /// ASCII upper-casing of a string expression (SQLite's `upper()`).
-    case toUpper(Expression)
+    case toUpper(QueryExpression)
     /// The number of Unicode scalars of a string expression.
-    case length(Expression)
+    case length(QueryExpression)
 
     /// Arithmetic operators. Integer operands give integer results (division truncates, overflow
     /// falls back to double as in SQLite); division or modulo by zero gives null.
@@ -128,29 +128,29 @@ public indirect enum Expression: Sendable, Hashable {
 /// Logic is two-valued: a comparison with a null operand is `false` (only ``isNull(_:)`` and
 /// ``isNotNull(_:)`` match nulls), and ``not(_:)`` negates that `false`. Comparing `==`/`!=` with a
 /// literal null is a null test.
-public indirect enum Predicate: Sendable, Hashable {
+public indirect enum QueryPredicate: Sendable, Hashable {
     /// Matches every row.
     case `true`
     /// Matches no row.
     case `false`
     /// All of the predicates (an empty list matches every row).
-    case and([Predicate])
+    case and([QueryPredicate])
     /// Any of the predicates (an empty list matches no row).
-    case or([Predicate])
+    case or([QueryPredicate])
     /// The negation.
-    case not(Predicate)
+    case not(QueryPredicate)
     /// A comparison; `caseInsensitive` (the `[c]` flag) compares strings after ASCII case folding.
-    case compare(Expression, ComparisonOperator, Expression, caseInsensitive: Bool)
+    case compare(QueryExpression, ComparisonOperator, QueryExpression, caseInsensitive: Bool)
     /// The expression is null.
-    case isNull(Expression)
+    case isNull(QueryExpression)
     /// The expression is not null.
-    case isNotNull(Expression)
+    case isNotNull(QueryExpression)
     /// The expression equals one of the values (null values in the list never match).
-    case `in`(Expression, [Value])
+    case `in`(QueryExpression, [Value])
     /// `low <= expression <= high`.
-    case between(Expression, Value, Value)
+    case between(QueryExpression, Value, Value)
     /// A string test; `caseInsensitive` folds ASCII case first.
-    case string(StringOperator, Expression, Expression, caseInsensitive: Bool)
+    case string(StringOperator, QueryExpression, QueryExpression, caseInsensitive: Bool)
 
     /// Comparison operators.
     public enum ComparisonOperator: String, Sendable, Hashable, CaseIterable {
@@ -182,9 +182,9 @@ public indirect enum Predicate: Sendable, Hashable {
 // MARK: - A small DSL
 
 /// Refers to a column in a predicate: `Field("priority") > 3`.
-public func Field(_ name: String) -> Expression { .field(name) }
+public func Field(_ name: String) -> QueryExpression { .field(name) }
 
-extension Expression: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
+extension QueryExpression: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
     ExpressibleByBooleanLiteral, ExpressibleByNilLiteral
 {
     /// A string literal is a *value*, not a field: use ``Field(_:)`` for columns.
@@ -199,77 +199,77 @@ extension Expression: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, E
     public init(nilLiteral: ()) { self = .literal(.null) }
 
     /// `self` lower-cased (ASCII).
-    public var lowercased: Expression { .toLower(self) }
+    public var lowercased: QueryExpression { .toLower(self) }
     /// `self` upper-cased (ASCII).
-    public var uppercased: Expression { .toUpper(self) }
+    public var uppercased: QueryExpression { .toUpper(self) }
     /// The length of `self` in Unicode scalars.
-    public var length: Expression { .length(self) }
+    public var length: QueryExpression { .length(self) }
 
     /// `self` starts with `prefix`.
-    public func starts(with prefix: Expression, caseInsensitive: Bool = false) -> Predicate {
+    public func starts(with prefix: QueryExpression, caseInsensitive: Bool = false) -> QueryPredicate {
         .string(.startsWith, self, prefix, caseInsensitive: caseInsensitive)
     }
     /// `self` ends with `suffix`.
-    public func ends(with suffix: Expression, caseInsensitive: Bool = false) -> Predicate {
+    public func ends(with suffix: QueryExpression, caseInsensitive: Bool = false) -> QueryPredicate {
         .string(.endsWith, self, suffix, caseInsensitive: caseInsensitive)
     }
     /// `self` contains `part`.
-    public func contains(_ part: Expression, caseInsensitive: Bool = false) -> Predicate {
+    public func contains(_ part: QueryExpression, caseInsensitive: Bool = false) -> QueryPredicate {
         .string(.contains, self, part, caseInsensitive: caseInsensitive)
     }
     /// `self` is one of `values`.
-    public func isIn(_ values: [Value]) -> Predicate { .in(self, values) }
+    public func isIn(_ values: [Value]) -> QueryPredicate { .in(self, values) }
     /// `low <= self <= high`.
-    public func isBetween(_ low: Value, and high: Value) -> Predicate { .between(self, low, high) }
+    public func isBetween(_ low: Value, and high: Value) -> QueryPredicate { .between(self, low, high) }
     /// `self` is null.
-    public var isNull: Predicate { .isNull(self) }
+    public var isNull: QueryPredicate { .isNull(self) }
     /// `self` is not null.
-    public var isNotNull: Predicate { .isNotNull(self) }
+    public var isNotNull: QueryPredicate { .isNotNull(self) }
     /// Case-insensitive equality (the `==[c]` of NSPredicate).
-    public func equalsIgnoringCase(_ other: Expression) -> Predicate {
+    public func equalsIgnoringCase(_ other: QueryExpression) -> QueryPredicate {
         .compare(self, .equal, other, caseInsensitive: true)
     }
 
     /// `lhs == rhs`
-    public static func == (lhs: Expression, rhs: Expression) -> Predicate { .compare(lhs, .equal, rhs, caseInsensitive: false) }
+    public static func == (lhs: QueryExpression, rhs: QueryExpression) -> QueryPredicate { .compare(lhs, .equal, rhs, caseInsensitive: false) }
     /// `lhs != rhs`
-    public static func != (lhs: Expression, rhs: Expression) -> Predicate { .compare(lhs, .notEqual, rhs, caseInsensitive: false) }
+    public static func != (lhs: QueryExpression, rhs: QueryExpression) -> QueryPredicate { .compare(lhs, .notEqual, rhs, caseInsensitive: false) }
     /// `lhs < rhs`
-    public static func < (lhs: Expression, rhs: Expression) -> Predicate { .compare(lhs, .less, rhs, caseInsensitive: false) }
+    public static func < (lhs: QueryExpression, rhs: QueryExpression) -> QueryPredicate { .compare(lhs, .less, rhs, caseInsensitive: false) }
     /// `lhs <= rhs`
-    public static func <= (lhs: Expression, rhs: Expression) -> Predicate { .compare(lhs, .lessOrEqual, rhs, caseInsensitive: false) }
+    public static func <= (lhs: QueryExpression, rhs: QueryExpression) -> QueryPredicate { .compare(lhs, .lessOrEqual, rhs, caseInsensitive: false) }
     /// `lhs > rhs`
-    public static func > (lhs: Expression, rhs: Expression) -> Predicate { .compare(lhs, .greater, rhs, caseInsensitive: false) }
+    public static func > (lhs: QueryExpression, rhs: QueryExpression) -> QueryPredicate { .compare(lhs, .greater, rhs, caseInsensitive: false) }
     /// `lhs >= rhs`
-    public static func >= (lhs: Expression, rhs: Expression) -> Predicate { .compare(lhs, .greaterOrEqual, rhs, caseInsensitive: false) }
+    public static func >= (lhs: QueryExpression, rhs: QueryExpression) -> QueryPredicate { .compare(lhs, .greaterOrEqual, rhs, caseInsensitive: false) }
     /// `lhs + rhs`
-    public static func + (lhs: Expression, rhs: Expression) -> Expression { .arithmetic(.add, lhs, rhs) }
+    public static func + (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression { .arithmetic(.add, lhs, rhs) }
     /// `lhs - rhs`
-    public static func - (lhs: Expression, rhs: Expression) -> Expression { .arithmetic(.subtract, lhs, rhs) }
+    public static func - (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression { .arithmetic(.subtract, lhs, rhs) }
     /// `lhs * rhs`
-    public static func * (lhs: Expression, rhs: Expression) -> Expression { .arithmetic(.multiply, lhs, rhs) }
+    public static func * (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression { .arithmetic(.multiply, lhs, rhs) }
     /// `lhs / rhs`
-    public static func / (lhs: Expression, rhs: Expression) -> Expression { .arithmetic(.divide, lhs, rhs) }
+    public static func / (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression { .arithmetic(.divide, lhs, rhs) }
     /// `lhs mod rhs`
-    public static func % (lhs: Expression, rhs: Expression) -> Expression { .arithmetic(.modulo, lhs, rhs) }
+    public static func % (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression { .arithmetic(.modulo, lhs, rhs) }
 }
 
-extension Expression {
+extension QueryExpression {
     /// Wraps a value as a literal.
-    public static func value(_ v: Value) -> Expression { .literal(v) }
+    public static func value(_ v: Value) -> QueryExpression { .literal(v) }
 }
 
-extension Predicate {
+extension QueryPredicate {
     /// Both.
-    public static func && (lhs: Predicate, rhs: Predicate) -> Predicate {
+    public static func && (lhs: QueryPredicate, rhs: QueryPredicate) -> QueryPredicate {
         if case .and(let l) = lhs { return .and(l + [rhs]) }
         return .and([lhs, rhs])
     }
     /// Either.
-    public static func || (lhs: Predicate, rhs: Predicate) -> Predicate {
+    public static func || (lhs: QueryPredicate, rhs: QueryPredicate) -> QueryPredicate {
         if case .or(let l) = lhs { return .or(l + [rhs]) }
         return .or([lhs, rhs])
     }
     /// Negation.
-    public static prefix func ! (p: Predicate) -> Predicate { .not(p) }
+    public static prefix func ! (p: QueryPredicate) -> QueryPredicate { .not(p) }
 }

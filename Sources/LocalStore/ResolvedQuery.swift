@@ -167,7 +167,7 @@ public indirect enum ResolvedExpression: Sendable, Hashable {
     /// A non-null literal of the given type (integers in double contexts stay integers).
     case literal(Value, ColumnType)
     /// Arithmetic; the type is `integer` when both operands are, otherwise `double`.
-    case arithmetic(Expression.ArithmeticOperator, ResolvedExpression, ResolvedExpression, ColumnType)
+    case arithmetic(QueryExpression.ArithmeticOperator, ResolvedExpression, ResolvedExpression, ColumnType)
     /// ASCII lower-casing.
     case toLower(ResolvedExpression)
     /// ASCII upper-casing.
@@ -223,7 +223,7 @@ public indirect enum ResolvedPredicate: Sendable, Hashable {
     /// Negation.
     case not(ResolvedPredicate)
     /// Comparison; `noCase` when the `[c]` flag is set or an operand is the string id column.
-    case compare(ResolvedExpression, Predicate.ComparisonOperator, ResolvedExpression, noCase: Bool)
+    case compare(ResolvedExpression, QueryPredicate.ComparisonOperator, ResolvedExpression, noCase: Bool)
     /// Null test.
     case isNull(ResolvedExpression)
     /// Not-null test.
@@ -231,7 +231,7 @@ public indirect enum ResolvedPredicate: Sendable, Hashable {
     /// Membership in a list of non-null literals of the expression's type family.
     case `in`(ResolvedExpression, [Value], noCase: Bool)
     /// String test; `noCase` folds ASCII case on both sides (plain folding, no NUL rule).
-    case string(Predicate.StringOperator, ResolvedExpression, ResolvedExpression, noCase: Bool)
+    case string(QueryPredicate.StringOperator, ResolvedExpression, ResolvedExpression, noCase: Bool)
 
     /// Whether `row` satisfies the predicate.
     public func matches(_ row: [Value]) -> Bool {
@@ -307,7 +307,7 @@ enum StringSearch {
 /// modulo truncates both operands to integers first.
 public enum Arithmetic {
     /// Applies `op` to two values (null in, null out).
-    public static func apply(_ op: Expression.ArithmeticOperator, _ a: Value, _ b: Value) -> Value {
+    public static func apply(_ op: QueryExpression.ArithmeticOperator, _ a: Value, _ b: Value) -> Value {
         switch (a, b) {
         case (.int(let x), .int(let y)):
             switch op {
@@ -365,7 +365,7 @@ public enum Arithmetic {
     }
 }
 
-/// Type checking and name resolution of a ``Predicate``.
+/// Type checking and name resolution of a ``QueryPredicate``.
 struct Resolver {
     let schema: TableSchema
 
@@ -381,7 +381,7 @@ struct Resolver {
         }
     }
 
-    mutating func resolve(_ p: Predicate, depth: Int) throws -> ResolvedPredicate {
+    mutating func resolve(_ p: QueryPredicate, depth: Int) throws -> ResolvedPredicate {
         try depthCheck(depth)
         switch p {
         case .true: return .constant(true)
@@ -481,12 +481,12 @@ struct Resolver {
     }
 
     /// Resolves an expression; `nil` for the null literal.
-    mutating func resolveNullable(_ e: Expression, depth: Int) throws -> ResolvedExpression? {
+    mutating func resolveNullable(_ e: QueryExpression, depth: Int) throws -> ResolvedExpression? {
         if case .literal(.null) = e { return nil }
         return try resolveExpression(e, depth: depth)
     }
 
-    mutating func resolveExpression(_ e: Expression, depth: Int) throws -> ResolvedExpression {
+    mutating func resolveExpression(_ e: QueryExpression, depth: Int) throws -> ResolvedExpression {
         try depthCheck(depth)
         switch e {
         case .field(let name):

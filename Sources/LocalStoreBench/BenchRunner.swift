@@ -37,6 +37,23 @@ public struct BenchResult: Sendable, Codable, Hashable {
     public var p50Micros: Double?
     public var p99Micros: Double?
     public var ratioToBaseline: Double?
+
+    enum CodingKeys: String, CodingKey {
+        case backend, workload, ops, seconds, opsPerSecond, p50Micros, p99Micros, ratioToBaseline
+    }
+
+    /// Encodes every key, writing `null` for absent latencies and ratios (the documented JSON shape).
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(backend, forKey: .backend)
+        try c.encode(workload, forKey: .workload)
+        try c.encode(ops, forKey: .ops)
+        try c.encode(seconds, forKey: .seconds)
+        try c.encode(opsPerSecond, forKey: .opsPerSecond)
+        try c.encode(p50Micros, forKey: .p50Micros)
+        try c.encode(p99Micros, forKey: .p99Micros)
+        try c.encode(ratioToBaseline, forKey: .ratioToBaseline)
+    }
 }
 
 /// What the benchmark measured about a backend as a whole.
