@@ -98,7 +98,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
         try write { try $0.delete(matching: query) }
     }
 
-    public func write<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+    public func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
         try writer.check()
         return try lock.withWriteLock {
             guard !isClosed else { throw LocalStoreError.closed() }
@@ -227,7 +227,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
             for row in rows { set(t, MemTable.key(row[t.schema.idIndex]), nil) }
         }
 
-        func write<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
             try check()
             return try body(self)
         }

@@ -38,11 +38,31 @@ public protocol LocalStoreAccess {
     /// Deletes exactly the rows `query` would return (predicate, order, skip and top honoured).
     func delete(matching query: Query) throws
 
-    /// Runs `body` so that all of its writes commit together or not at all.
+    /// Runs `body` so that all of its writes commit together or not at all. Callers use
+    /// ``write(_:)``; backends implement this.
     ///
     /// On a store this is a new write transaction (a thrown error rolls all of it back). On a
     /// transaction it runs `body` inside that transaction, without a savepoint.
-    func write<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R
+    func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R
+}
+
+extension LocalStoreAccess {
+    /// Runs `body` so that all of its writes commit together or not at all: on a store, one write
+    /// transaction that a thrown error rolls back entirely; on a transaction, inline.
+    ///
+    /// ```swift
+    /// try store.write { tx in
+    ///     try tx.upsert([item], into: "TodoItem")
+    ///     _ = try tx.appendOperation(table: "TodoItem", itemId: "a1")
+    /// }
+    /// ```
+    ///
+    /// In an `async` context the `async` overload on ``LocalStore`` is chosen, which runs the
+    /// transaction on a thread outside Swift's cooperative pool.
+    @_disfavoredOverload
+    @inlinable public func write<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        try performWrite(body)
+    }
 }
 
 /// The view of a store inside ``LocalStore/write(_:)``. Valid only during the call that received it.
