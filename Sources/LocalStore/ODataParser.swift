@@ -1,0 +1,363 @@
+import Foundation
+
+extension OData {
+    /// Parses an OData query string (`$filter=…&$orderby=…&$top=…`, values percent-encoded or not) into a
+    /// ``Query`` on `table`. Accepts the subset ``OData/queryString(for:)`` renders, so render → parse →
+    /// render gives the same text. Errors are `invalidQuery` and give the position of the fault.
+    public static func parseQuery(_ queryString: String, table: String) throws -> Query {
+        var query = Query(table)
+        guard !queryString.isEmpty else { return query }
+        for part in queryString.split(separator: "&", omittingEmptySubsequences: true) {
+            let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = String(pieces[0])
+            let raw = pieces.count > 1 ? String(pieces[1]) : ""
+            let value = raw.removingPercentEncoding ?? raw
+            switch name {
+            case "$filter": query.predicate = try parseFilter(value)
+            case "$orderby": query.sort = try parseOrderBy(value)
+            case "$skip": query.skip = try parseCount(value, name)
+            case "$top": query.top = try parseCount(value, name)
+            case "$select":
+                query.select = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            case "$inlinecount":
+                guard value == "allpages" || value == "none" else {
+                    throw LocalStoreError(.invalidQuery, "$inlinecount must be allpages or none, not '\(value)'")
+                }
+                query.includeTotalCount = value == "allpages"
+            default:
+                throw LocalStoreError(.invalidQuery, "unknown query option '\(name)'")
+            }
+        }
+        return query
+    }
+
+    static func parseCount(_ text: String, _ name: String) throws -> Int {
+        guard let n = Int(text), n >= 0 else {
+            throw LocalStoreError(.invalidQuery, "\(name) must be a whole number ≥ 0, not '\(text)'")
+        }
+        return n
+    }
+
+    /// Parses an `$orderby` value: `field [asc|desc], …`.
+    public static func parseOrderBy(_ text: String) throws -> [SortKey] {
+        try text.split(separator: ",").map { part in
+            let words = part.split(separator: " ", omittingEmptySubsequences: true)
+            guard let field = words.first, words.count <= 2 else {
+                throw LocalStoreError(.invalidQuery, "bad $orderby item '\(part)'")
+            }
+            switch words.count == 2 ? words[1].lowercased() : "asc" {
+            case "asc": return SortKey(String(field), .ascending)
+            case "desc": return SortKey(String(field), .descending)
+            default: throw LocalStoreError(.invalidQuery, "bad $orderby direction in '\(part)'")
+            }
+        }
+    }
+
+    /// Parses a `$filter` expression.
+    public static func parseFilter(_ text: String) throws -> QueryPredicate {
+        var parser = FilterParser(text: text)
+        let node = try parser.parseOr()
+        parser.skipSpaces()
+        guard parser.atEnd else { throw parser.fail("unexpected text") }
+        return try parser.predicate(node)
+    }
+}
+
+private indirect enum FilterNode {
+    case literal(Value, position: Int)
+    case identifier(String, position: Int)
+    case call(String, [FilterNode], position: Int)
+    case binary(String, FilterNode, FilterNode, position: Int)
+    case not(FilterNode)
+    case paren(FilterNode)
+}
+
+private struct FilterParser {
+    let bytes: [UInt8]
+    let text: String
+    var index = 0
+    var depth = 0
+
+    init(text: String) {
+        self.text = text
+        self.bytes = Array(text.utf8)
+    }
+
+    var atEnd: Bool { index >= bytes.count }
+
+    func fail(_ what: String, at position: Int? = nil) -> LocalStoreError {
+        let p = position ?? index
+        return LocalStoreError(.invalidQuery, "invalid $filter at position \(p + 1): \(what)")
+    }
+
+    mutating func skipSpaces() {
+        while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x09 { index += 1 }
+    }
+
+    static func isWordByte(_ b: UInt8) -> Bool {
+        (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x5F
+    }
+
+    /// The next word (letters, digits, _) without consuming it.
+    func peekWord() -> String? {
+        var j = index
+        while j < bytes.count, FilterParser.isWordByte(bytes[j]) { j += 1 }
+        return j > index ? String(decoding: bytes[index..<j], as: UTF8.self) : nil
+    }
+
+    mutating func consumeKeyword(_ words: [String]) -> String? {
+        skipSpaces()
+        guard let w = peekWord(), words.contains(w) else { return nil }
+        index += w.utf8.count
+        return w
+    }
+
+    mutating func enter() throws {
+        depth += 1
+        if depth > 500 { throw fail("nested too deeply") }
+    }
+
+    mutating func parseOr() throws -> FilterNode {
+        try enter()
+        defer { depth -= 1 }
+        var left = try parseAnd()
+        while true {
+            let p = index
+            guard consumeKeyword(["or"]) != nil else { return left }
+            left = .binary("or", left, try parseAnd(), position: p)
+        }
+    }
+
+    mutating func parseAnd() throws -> FilterNode {
+        var left = try parseUnary()
+        while true {
+            let p = index
+            guard consumeKeyword(["and"]) != nil else { return left }
+            left = .binary("and", left, try parseUnary(), position: p)
+        }
+    }
+
+    mutating func parseUnary() throws -> FilterNode {
+        try enter()
+        defer { depth -= 1 }
+        if consumeKeyword(["not"]) != nil { return .not(try parseUnary()) }
+        return try parseComparison()
+    }
+
+    mutating func parseComparison() throws -> FilterNode {
+        let left = try parseAdditive()
+        let p = index
+        if let op = consumeKeyword(["eq", "ne", "lt", "le", "gt", "ge"]) {
+            return .binary(op, left, try parseAdditive(), position: p)
+        }
+        return left
+    }
+
+    mutating func parseAdditive() throws -> FilterNode {
+        var left = try parseMultiplicative()
+        while true {
+            let p = index
+            guard let op = consumeKeyword(["add", "sub"]) else { return left }
+            left = .binary(op, left, try parseMultiplicative(), position: p)
+        }
+    }
+
+    mutating func parseMultiplicative() throws -> FilterNode {
+        var left = try parsePrimary()
+        while true {
+            let p = index
+            guard let op = consumeKeyword(["mul", "div", "mod"]) else { return left }
+            left = .binary(op, left, try parsePrimary(), position: p)
+        }
+    }
+
+    mutating func parsePrimary() throws -> FilterNode {
+        try enter()
+        defer { depth -= 1 }
+        skipSpaces()
+        let start = index
+        guard index < bytes.count else { throw fail("expected a value") }
+        let b = bytes[index]
+        if b == UInt8(ascii: "(") {
+            index += 1
+            let inner = try parseOr()
+            skipSpaces()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ")") else { throw fail("expected )") }
+            index += 1
+            return .paren(inner)
+        }
+        if b == UInt8(ascii: "'") { return .literal(.string(try parseQuoted()), position: start) }
+        if b == UInt8(ascii: "-") || (b >= 0x30 && b <= 0x39) { return .literal(try parseNumber(), position: start) }
+        guard let word = peekWord() else { throw fail("unexpected character '\(Character(Unicode.Scalar(b)))'") }
+        index += word.utf8.count
+        switch word {
+        case "true": return .literal(.bool(true), position: start)
+        case "false": return .literal(.bool(false), position: start)
+        case "null": return .literal(.null, position: start)
+        case "datetimeoffset", "datetime":
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "'") else { throw fail("expected ' after \(word)") }
+            let textStart = index
+            let s = try parseQuoted()
+            guard let date = DeltaTokenFormat.date(from: s) else { throw fail("bad date '\(s)'", at: textStart) }
+            return .literal(.date(date), position: start)
+        case "X", "binary":
+            if index < bytes.count, bytes[index] == UInt8(ascii: "'") {
+                let s = try parseQuoted()
+                guard let b = FilterParser.hexBytes(s) else { throw fail("bad binary literal", at: start) }
+                return .literal(.binary(b), position: start)
+            }
+            return .identifier(word, position: start)
+        default:
+            skipSpaces()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "(") {
+                index += 1
+                var args: [FilterNode] = []
+                skipSpaces()
+                if index < bytes.count, bytes[index] == UInt8(ascii: ")") {
+                    index += 1
+                } else {
+                    while true {
+                        args.append(try parseOr())
+                        skipSpaces()
+                        guard index < bytes.count else { throw fail("expected ) to close \(word)(") }
+                        if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                        if bytes[index] == UInt8(ascii: ")") { index += 1; break }
+                        throw fail("expected , or )")
+                    }
+                }
+                return .call(word, args, position: start)
+            }
+            return .identifier(word, position: start)
+        }
+    }
+
+    static func hexBytes(_ s: String) -> [UInt8]? {
+        let u = Array(s.utf8)
+        guard u.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        var i = 0
+        while i < u.count {
+            guard let hi = hexDigit(u[i]), let lo = hexDigit(u[i + 1]) else { return nil }
+            out.append(hi << 4 | lo)
+            i += 2
+        }
+        return out
+    }
+
+    static func hexDigit(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: return c - 0x30
+        case 0x41...0x46: return c - 0x41 + 10
+        case 0x61...0x66: return c - 0x61 + 10
+        default: return nil
+        }
+    }
+
+    mutating func parseQuoted() throws -> String {
+        let start = index
+        index += 1
+        var out: [UInt8] = []
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "'") {
+                if index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "'") {
+                    out.append(UInt8(ascii: "'"))
+                    index += 2
+                    continue
+                }
+                index += 1
+                return String(decoding: out, as: UTF8.self)
+            }
+            out.append(bytes[index])
+            index += 1
+        }
+        throw fail("unterminated string", at: start)
+    }
+
+    mutating func parseNumber() throws -> Value {
+        let start = index
+        if bytes[index] == UInt8(ascii: "-") { index += 1 }
+        var isInteger = true
+        while index < bytes.count {
+            let c = bytes[index]
+            if c >= 0x30 && c <= 0x39 {
+                index += 1
+            } else if c == UInt8(ascii: ".") || c == UInt8(ascii: "e") || c == UInt8(ascii: "E") {
+                isInteger = false
+                index += 1
+                if c != UInt8(ascii: "."), index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                    index += 1
+                }
+            } else {
+                break
+            }
+        }
+        let s = String(decoding: bytes[start..<index], as: UTF8.self)
+        if isInteger, let i = Int64(s) { return .int(i) }
+        guard let d = Double(s), d.isFinite, !isInteger || Int64(s) == nil else { throw fail("bad number '\(s)'", at: start) }
+        return .double(d)
+    }
+
+    // MARK: Conversion to the AST
+
+    func predicate(_ node: FilterNode) throws -> QueryPredicate {
+        switch node {
+        case .paren(let inner): return try predicate(inner)
+        case .not(let inner): return .not(try predicate(inner))
+        case .binary(let op, _, _, _) where op == "and" || op == "or":
+            let parts = try flatten(node, op).map(predicate)
+            return op == "and" ? .and(parts) : .or(parts)
+        case .binary(let op, let l, let r, let p):
+            let ops: [String: QueryPredicate.ComparisonOperator] = [
+                "eq": .equal, "ne": .notEqual, "lt": .less, "le": .lessOrEqual, "gt": .greater, "ge": .greaterOrEqual,
+            ]
+            guard let c = ops[op] else { throw fail("'\(op)' gives a number, not a condition", at: p) }
+            return .compare(try expression(l), c, try expression(r), caseInsensitive: false)
+        case .literal(.bool(true), _): return .true
+        case .literal(.bool(false), _): return .false
+        case .identifier(let name, _):
+            return .compare(.field(name), .equal, .literal(.bool(true)), caseInsensitive: false)
+        case .call(let name, let args, let p):
+            guard args.count == 2 else { throw fail("\(name) takes two arguments", at: p) }
+            switch name {
+            case "startswith": return .string(.startsWith, try expression(args[0]), try expression(args[1]), caseInsensitive: false)
+            case "endswith": return .string(.endsWith, try expression(args[0]), try expression(args[1]), caseInsensitive: false)
+            case "substringof": return .string(.contains, try expression(args[1]), try expression(args[0]), caseInsensitive: false)
+            default: throw fail("\(name)() is not a condition", at: p)
+            }
+        case .literal(_, let p):
+            throw fail("a value is not a condition", at: p)
+        }
+    }
+
+    /// The operands of a chain of the same logical operator written without parentheses.
+    func flatten(_ node: FilterNode, _ op: String) -> [FilterNode] {
+        if case .binary(let o, let l, let r, _) = node, o == op { return flatten(l, op) + [r] }
+        return [node]
+    }
+
+    func expression(_ node: FilterNode) throws -> QueryExpression {
+        switch node {
+        case .paren(let inner): return try expression(inner)
+        case .literal(let v, _): return .literal(v)
+        case .identifier(let name, let p):
+            guard Identifier.isValid(name) else { throw fail("'\(name)' is not a field name", at: p) }
+            return .field(name)
+        case .binary(let op, let l, let r, let p):
+            let ops: [String: QueryExpression.ArithmeticOperator] = [
+                "add": .add, "sub": .subtract, "mul": .multiply, "div": .divide, "mod": .modulo,
+            ]
+            guard let a = ops[op] else { throw fail("a condition ('\(op)') is not a value", at: p) }
+            return .arithmetic(a, try expression(l), try expression(r))
+        case .call(let name, let args, let p):
+            guard args.count == 1 else { throw fail("\(name) takes one argument", at: p) }
+            switch name {
+            case "tolower": return .toLower(try expression(args[0]))
+            case "toupper": return .toUpper(try expression(args[0]))
+            case "length": return .length(try expression(args[0]))
+            default: throw fail("unknown function \(name)()", at: p)
+            }
+        case .not:
+            throw fail("a condition (not) is not a value")
+        }
+    }
+}
