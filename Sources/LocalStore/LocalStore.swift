@@ -237,3 +237,9 @@ extension LocalStoreAccess {
         try read(Query(configTableName, sort: [SortKey("table"), SortKey("key")])).items.compactMap(TableConfigEntry.init)
     }
 }
+
+/// A store that can check its own files for damage (`PRAGMA integrity_check`, a full LMDB traversal, ...).
+public protocol IntegrityChecking {
+    /// Reads the whole store and returns a description of every problem found; empty when it is sound.
+    func checkIntegrity() throws -> [String]
+}

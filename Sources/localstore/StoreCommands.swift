@@ -1,0 +1,249 @@
+import ArgumentParser
+import Foundation
+import LocalStore
+
+/// Runs a command body, turning every error into one line on stderr and exit code 1.
+func reportingFailures(_ body: () throws -> Void) throws {
+    do {
+        try body()
+    } catch let e as ValidationError {
+        throw e
+    } catch let e as LocalStoreError {
+        FileHandle.standardError.write(Data("localstore: \(e.code): \(e.message)\n".utf8))
+        throw ExitCode(1)
+    } catch let e as CommandFailure {
+        FileHandle.standardError.write(Data("localstore: \(e.description)\n".utf8))
+        throw ExitCode(1)
+    } catch let e as ExitCode {
+        throw e
+    } catch {
+        FileHandle.standardError.write(Data("localstore: \(error)\n".utf8))
+        throw ExitCode(1)
+    }
+}
+
+struct Inspect: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show a store's tables, pending operations, errors and config entries.")
+
+    @Argument(help: "The store: memory:, sqlite:PATH, sqlcipher:PATH or lmdb:PATH.")
+    var store: StoreURL
+
+    @OptionGroup var key: KeyOptions
+
+    func run() throws {
+        try reportingFailures {
+            let s = try StoreOpener.open(store, key: key, mustExist: true)
+            defer { try? s.close() }
+            print(try Self.report(s), terminator: "")
+        }
+    }
+
+    static func report(_ s: any LocalStore) throws -> String {
+        var out = ""
+        let schemas = try s.tableSchemas()
+        out += "tables: \(schemas.count)\n"
+        for schema in schemas {
+            out += "  \(schema.name)  \(try s.count(schema.name)) rows\n"
+            for c in schema.columns {
+                out += "    \(c.name)  \(c.type)\(c.indexed ? "  indexed" : "")\n"
+            }
+        }
+        let ops = try s.pendingOperations()
+        out += "pending operations: \(ops.count)\n"
+        var perTable: [String: Int] = [:]
+        for op in ops { perTable[op.table, default: 0] += 1 }
+        for (table, n) in perTable.sorted(by: { $0.key < $1.key }) { out += "  \(table): \(n)\n" }
+        if let first = ops.first, let last = ops.last {
+            out += "  oldest: #\(first.id) \(first.table)/\(first.itemId)\n"
+            out += "  newest: #\(last.id) \(last.table)/\(last.itemId)\n"
+        }
+        let errors = try s.operationErrors()
+        out += "operation errors: \(errors.count)\n"
+        for e in errors {
+            out += "  \(e.id): operation #\(e.operationId) \(String(decoding: e.properties.prefix(120), as: UTF8.self))\n"
+        }
+        let config = try s.configEntries()
+        out += "config entries: \(config.count)\n"
+        for c in config {
+            if c.keyType == TableConfigEntry.deltaTokenKeyType, let d = DeltaTokenFormat.date(from: c.value) {
+                out += "  delta token \(c.table) / \(c.key): \(DeltaTokenFormat.string(from: d))\n"
+            } else {
+                out += "  \(c.table) / \(c.key) (type \(c.keyType)): \(c.value)\n"
+            }
+        }
+        return out
+    }
+}
+
+struct QueryCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "query", abstract: "Run an OData query against one table and print the rows.")
+
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case table, jsonl
+    }
+
+    @Argument(help: "The store URL.") var store: StoreURL
+    @Argument(help: "The table.") var table: String
+    @Option(help: "An OData $filter expression, e.g. \"complete eq false and priority ge 2\".") var filter: String?
+    @Option(help: "An OData $orderby, e.g. \"priority desc,text\".") var orderby: String?
+    @Option(help: "Rows to return at most.") var top: Int?
+    @Option(help: "Rows to skip.") var skip: Int?
+    @Option(help: "Comma-separated columns to return.") var select: String?
+    @Option(help: "table or jsonl.") var format: Format = .table
+    @OptionGroup var key: KeyOptions
+
+    func run() throws {
+        try reportingFailures {
+            var q = Query(table)
+            if let filter { q.predicate = try OData.parseFilter(filter) }
+            if let orderby { q.sort = try OData.parseOrderBy(orderby) }
+            if let top {
+                guard top >= 0 else { throw CommandFailure("--top must not be negative") }
+                q.top = top
+            }
+            if let skip {
+                guard skip >= 0 else { throw CommandFailure("--skip must not be negative") }
+                q.skip = skip
+            }
+            if let select { q.select = select.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+            let s = try StoreOpener.open(store, key: key, mustExist: true)
+            defer { try? s.close() }
+            guard let schema = try s.schema(of: table) else { throw LocalStoreError.unknownTable(table) }
+            let result = try s.read(q)
+            switch format {
+            case .jsonl:
+                for item in result.items { print(Rendering.jsonLine(item)) }
+            case .table:
+                let resolved = try ResolvedQuery(q, schema: schema)
+                let columns = resolved.projection.map { schema.columns[$0].name }
+                var rows = [columns]
+                for item in result.items { rows.append(columns.map { Rendering.cell(item[$0] ?? .null) }) }
+                print(Rendering.align(rows), terminator: "")
+                print("(\(result.items.count) row\(result.items.count == 1 ? "" : "s"))")
+            }
+        }
+    }
+}
+
+struct Copy: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Copy a whole store (schemas, data, system tables) to another store, then verify it.",
+        discussion: """
+            The destination must not hold rows of the copied tables yet. Tables are defined first; all rows \
+            are then written in one transaction on the destination. Afterwards row counts and a per-table \
+            content checksum of source and destination are compared. Keys: --key-file / LOCALSTORE_KEY for \
+            the source, --destination-key-file / LOCALSTORE_DESTINATION_KEY for the destination (hex).
+            """)
+
+    @Argument(help: "The source store URL.") var source: StoreURL
+    @Argument(help: "The destination store URL.") var destination: StoreURL
+    @OptionGroup var key: KeyOptions
+    @Option(name: .customLong("destination-key-file"), help: "Key file of the destination (hex).")
+    var destinationKeyFile: String?
+
+    func run() throws {
+        try reportingFailures {
+            let src = try StoreOpener.open(source, key: key, mustExist: true)
+            defer { try? src.close() }
+            var dstKey = KeyOptions()
+            dstKey.keyFile = destinationKeyFile
+            let dst = try StoreOpener.open(
+                destination, key: dstKey, mustExist: false, environmentKey: "LOCALSTORE_DESTINATION_KEY")
+            defer { try? dst.close() }
+            let progress = CopyProgress()
+            let copied = try StoreCopier.copy(from: src, to: dst, progress: progress.report)
+            progress.finish()
+            print("copied \(copied.values.reduce(0, +)) rows in \(copied.count) tables; counts and checksums match")
+        }
+    }
+}
+
+struct Verify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check a store's files for damage (integrity check / full traversal with record decoding).")
+
+    @Argument(help: "The store URL.") var store: StoreURL
+    @OptionGroup var key: KeyOptions
+
+    func run() throws {
+        try reportingFailures {
+            let s = try StoreOpener.open(store, key: key, mustExist: true)
+            defer { try? s.close() }
+            guard let checkable = s as? any IntegrityChecking else {
+                throw CommandFailure("\(store.scheme.rawValue): stores have no integrity check")
+            }
+            let problems = try checkable.checkIntegrity()
+            if problems.isEmpty {
+                print("ok")
+            } else {
+                for p in problems { FileHandle.standardError.write(Data("localstore: \(p)\n".utf8)) }
+                throw ExitCode(2)
+            }
+        }
+    }
+}
+
+enum Rendering {
+    static func cell(_ v: Value) -> String {
+        switch v {
+        case .null: return "NULL"
+        case .string(let s): return s
+        case .date(let d): return DeltaTokenFormat.string(from: d)
+        case .binary(let b): return "<\(b.count) bytes>"
+        case .json(let j): return j.jsonText
+        default: return v.description
+        }
+    }
+
+    static func json(_ v: Value) -> JSON {
+        switch v {
+        case .null: return .null
+        case .bool(let b): return .bool(b)
+        case .int(let i): return .int(i)
+        case .double(let d): return .double(d)
+        case .string(let s): return .string(s)
+        case .date(let d): return .string(DeltaTokenFormat.string(from: d))
+        case .binary(let b): return .string(Data(b).base64EncodedString())
+        case .json(let j): return j
+        }
+    }
+
+    static func jsonLine(_ item: Item) -> String {
+        JSON.object(item.values.mapValues(json)).jsonText
+    }
+
+    static func align(_ rows: [[String]]) -> String {
+        guard let width = rows.first?.count else { return "" }
+        var widths = [Int](repeating: 0, count: width)
+        for r in rows { for (i, c) in r.enumerated() { widths[i] = max(widths[i], min(60, c.count)) } }
+        var out = ""
+        for (n, r) in rows.enumerated() {
+            out += r.enumerated().map { i, c in
+                let cut = c.count > 60 ? String(c.prefix(59)) + "…" : c
+                return cut + String(repeating: " ", count: max(0, widths[i] - cut.count))
+            }.joined(separator: "  ") + "\n"
+            if n == 0 { out += widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ") + "\n" }
+        }
+        return out
+    }
+}
+
+final class CopyProgress {
+    private let start = Date()
+    private var last = Date.distantPast
+    private var shown = false
+
+    func report(_ table: String, _ rows: Int) {
+        let now = Date()
+        guard now.timeIntervalSince(start) > 1, now.timeIntervalSince(last) > 0.2 else { return }
+        last = now
+        shown = true
+        FileHandle.standardError.write(Data("\r\u{1B}[Kcopying \(table): \(rows) rows".utf8))
+    }
+
+    func finish() {
+        if shown { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+    }
+}

@@ -1,0 +1,92 @@
+import ArgumentParser
+import Foundation
+import LocalStore
+
+/// `memory:`, `sqlite:PATH`, `sqlcipher:PATH`, `lmdb:PATH`: the one way every command names a store.
+struct StoreURL: ExpressibleByArgument, CustomStringConvertible, Sendable {
+    enum Scheme: String, CaseIterable, Sendable {
+        case memory, sqlite, sqlcipher, lmdb
+    }
+
+    let scheme: Scheme
+    let path: String
+
+    init?(argument: String) {
+        try? self.init(parsing: argument)
+    }
+
+    init(parsing text: String) throws {
+        guard let colon = text.firstIndex(of: ":"), let scheme = Scheme(rawValue: String(text[..<colon])) else {
+            throw ValidationError(
+                "'\(text)' is not a store URL; use memory:, sqlite:PATH, sqlcipher:PATH or lmdb:PATH")
+        }
+        let path = String(text[text.index(after: colon)...])
+        if scheme == .memory {
+            guard path.isEmpty else { throw ValidationError("memory: takes no path (got '\(text)')") }
+        } else if path.isEmpty {
+            throw ValidationError("\(scheme.rawValue): needs a path, e.g. \(scheme.rawValue):/var/lib/app/store")
+        }
+        self.scheme = scheme
+        self.path = path
+    }
+
+    var description: String { scheme == .memory ? "memory:" : "\(scheme.rawValue):\(path)" }
+
+    static var defaultValueDescription: String { "memory: | sqlite:PATH | sqlcipher:PATH | lmdb:PATH" }
+}
+
+/// Where a command gets an encryption key: `--key-file` or the `LOCALSTORE_KEY` environment variable, as
+/// hex (64 hex digits are a raw 256-bit key; any other even-length hex is a passphrase's bytes). Never
+/// a command-line argument, so keys stay out of shell history and `ps`.
+struct KeyOptions: ParsableArguments {
+    @Option(name: .customLong("key-file"), help: "A file holding the key in hex (or LOCALSTORE_KEY).")
+    var keyFile: String?
+
+    func keyBytes(required: Bool, environment: String = "LOCALSTORE_KEY") throws -> [UInt8]? {
+        var text: String?
+        if let keyFile {
+            guard let data = FileManager.default.contents(atPath: keyFile) else {
+                throw CommandFailure("cannot read key file '\(keyFile)'")
+            }
+            text = String(decoding: data, as: UTF8.self)
+        } else if let env = ProcessInfo.processInfo.environment[environment] {
+            text = env
+        }
+        guard let text else {
+            if required { throw CommandFailure("a sqlcipher: store needs a key: use a key file or set \(environment) (hex)") }
+            return nil
+        }
+        return try Hex.decode(text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+}
+
+/// A failure a shell user can act on: printed as one line on stderr, exit code 1.
+struct CommandFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+enum Hex {
+    static func decode(_ text: String) throws -> [UInt8] {
+        let u = Array(text.utf8)
+        guard u.count % 2 == 0, !u.isEmpty else { throw CommandFailure("the key must be an even number of hex digits") }
+        var out: [UInt8] = []
+        out.reserveCapacity(u.count / 2)
+        var i = 0
+        while i < u.count {
+            guard let hi = digit(u[i]), let lo = digit(u[i + 1]) else { throw CommandFailure("the key is not hex") }
+            out.append(hi << 4 | lo)
+            i += 2
+        }
+        return out
+    }
+
+    static func digit(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: return c - 0x30
+        case 0x41...0x46: return c - 0x41 + 10
+        case 0x61...0x66: return c - 0x61 + 10
+        default: return nil
+        }
+    }
+}
