@@ -280,6 +280,27 @@ struct BTree<Element: Comparable>: Sendable where Element: Sendable {
         return true
     }
 
+    // MARK: Estimates
+
+    /// An estimate of how many elements are `< bound`, for query planning. `O(log n)`: exact
+    /// within the leaf `bound` falls in; above it every subtree of a node is assumed to hold the
+    /// same share of that node's elements (nodes are between half full and full, so the estimate
+    /// is within a small factor).
+    func estimatedRank(of bound: Element) -> Double {
+        var node = root
+        var span = Double(count)
+        var rank = 0.0
+        while !node.isLeaf {
+            let i = Self.upperBound(node.keys, bound)
+            let share = span / Double(node.children.count)
+            rank += Double(i) * share
+            span = share
+            node = node.children[i]
+        }
+        guard !node.keys.isEmpty else { return rank }
+        return rank + Double(Self.lowerBound(node.keys, bound)) * span / Double(node.keys.count)
+    }
+
     // MARK: Binary search
 
     /// The index of the first key that is `>= element` (`keys.count` if none).

@@ -141,7 +141,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
     fileprivate func readUnlocked(table name: String, id: Value) throws -> Item? {
         let t = try table(name)
         try t.schema.checkId(id)
-        guard let row = t.rows[MemTable.key(id)] else { return nil }
+        guard let row = t.row(MemTable.key(id)) else { return nil }
         return t.item(row)
     }
 
@@ -174,7 +174,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
         }
 
         private func set(_ table: MemTable, _ key: MemTable.Key, _ row: [Value]?) {
-            undo.append((table, key, table.rows[key]))
+            undo.append((table, key, table.row(key)))
             table.set(key, row)
         }
 
@@ -200,7 +200,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
             let width = t.schema.columns.count
             for p in prepared {
                 let key = MemTable.key(p.id)
-                if var row = t.rows[key] {
+                if var row = t.row(key) {
                     p.merge(into: &row)
                     set(t, key, row)
                 } else {
@@ -216,7 +216,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
             for id in ids { try t.schema.checkId(id) }
             for id in ids {
                 let key = MemTable.key(id)
-                if t.rows[key] != nil { set(t, key, nil) }
+                if t.row(key) != nil { set(t, key, nil) }
             }
         }
 
@@ -234,15 +234,22 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
     }
 }
 
-/// One table of an ``InMemoryStore``: rows by normalised id, plus an ordered index per indexed column.
+/// One table of an ``InMemoryStore``: rows in slots found by normalised id, plus an ordered index per
+/// indexed column whose entries name the row's slot (so an index walk reads rows without hashing ids).
 final class MemTable {
     enum Key: Hashable {
         case int(Int64)
-        case string(String)
+        /// The UTF-8 bytes of the NOCASE key. Bytes, not `String`: Swift compares strings by canonical
+        /// equivalence, which would make distinct ids such as "é" and "e\u{301}" collide.
+        case string([UInt8])
     }
 
     private(set) var schema: TableSchema
-    private(set) var rows: [Key: [Value]] = [:]
+    /// Row storage. A free slot holds an empty array (a live row always has at least its id column).
+    private var slots: [[Value]] = []
+    private var freeSlots: [Int] = []
+    /// The slot of every row, by normalised id.
+    private var slotByKey: [Key: Int] = [:]
     private(set) var indexes: [Int: BTree<IndexEntry>] = [:]
     private var indexedColumns: [Int] = []
     /// Every id in id order (entries with a null value), for id ranges and id-ordered scans.
@@ -256,11 +263,20 @@ final class MemTable {
         indexedColumns = indexes.keys.sorted()
     }
 
+    /// The row stored under `key`.
+    func row(_ key: Key) -> [Value]? { slotByKey[key].map { slots[$0] } }
+
+    /// The number of rows.
+    var rowCount: Int { slotByKey.count }
+
+    /// Every row, in no particular order.
+    var allRows: LazyFilterSequence<[[Value]]> { slots.lazy.filter { !$0.isEmpty } }
+
     static func key(_ id: Value) -> Key {
         switch id {
         case .int(let i): return .int(i)
-        case .string(let s): return .string(Collation.noCaseKey(s))
-        default: return .string(id.description)
+        case .string(let s): return .string(Array(Collation.noCaseKey(s).utf8))
+        default: return .string(Array(id.description.utf8))
         }
     }
 
@@ -274,15 +290,16 @@ final class MemTable {
     func redefine(_ newSchema: TableSchema) {
         let width = newSchema.columns.count
         if width > schema.columns.count {
-            for key in Array(rows.keys) {
-                let missing = max(0, width - (rows[key]?.count ?? width))
-                rows[key]?.append(contentsOf: repeatElement(Value.null, count: missing))
+            for s in slots.indices where !slots[s].isEmpty && slots[s].count < width {
+                slots[s].append(contentsOf: repeatElement(Value.null, count: width - slots[s].count))
             }
         }
         schema = newSchema
         for (n, c) in newSchema.columns.enumerated() where c.indexed && n != newSchema.idIndex && indexes[n] == nil {
             var tree = BTree<IndexEntry>()
-            for row in rows.values { tree.insert(IndexEntry(row[n], row[newSchema.idIndex])) }
+            for (slot, row) in slots.enumerated() where !row.isEmpty {
+                tree.insert(IndexEntry(row[n], row[newSchema.idIndex], slot: slot))
+            }
             indexes[n] = tree
         }
         indexedColumns = indexes.keys.sorted()
@@ -290,24 +307,41 @@ final class MemTable {
 
     /// Replaces (or removes, for `nil`) the row stored under `key`, keeping the indexes in step.
     func set(_ key: Key, _ row: [Value]?) {
-        let old = rows[key]
         let idIndex = schema.idIndex
-        // Iterate over the keys, not the dictionary: an iterator would hold a copy of `indexes` and
-        // force copy-on-write of every tree it changes.
-        for n in indexedColumns {
-            if let old, let row, old[n] == row[n], old[idIndex] == row[idIndex] { continue }
-            if let old { indexes[n]?.remove(IndexEntry(old[n], old[idIndex])) }
-            if let row { indexes[n]?.insert(IndexEntry(row[n], row[idIndex])) }
+        if let slot = slotByKey[key] {
+            let old = slots[slot]
+            // Iterate over the keys, not the dictionary: an iterator would hold a copy of `indexes` and
+            // force copy-on-write of every tree it changes.
+            for n in indexedColumns {
+                if let row, old[n] == row[n], old[idIndex] == row[idIndex] { continue }
+                indexes[n]?.remove(IndexEntry(old[n], old[idIndex], slot: slot))
+                if let row { indexes[n]?.insert(IndexEntry(row[n], row[idIndex], slot: slot)) }
+            }
+            if let row {
+                if old[idIndex] != row[idIndex] {
+                    idOrder.remove(IndexEntry(.null, old[idIndex], slot: slot))
+                    idOrder.insert(IndexEntry(.null, row[idIndex], slot: slot))
+                }
+                slots[slot] = row
+            } else {
+                idOrder.remove(IndexEntry(.null, old[idIndex], slot: slot))
+                slots[slot] = []
+                freeSlots.append(slot)
+                slotByKey[key] = nil
+            }
+        } else if let row {
+            let slot: Int
+            if let free = freeSlots.popLast() {
+                slot = free
+                slots[slot] = row
+            } else {
+                slot = slots.count
+                slots.append(row)
+            }
+            slotByKey[key] = slot
+            for n in indexedColumns { indexes[n]?.insert(IndexEntry(row[n], row[idIndex], slot: slot)) }
+            idOrder.insert(IndexEntry(.null, row[idIndex], slot: slot))
         }
-        switch (old, row) {
-        case (nil, let new?): idOrder.insert(IndexEntry(.null, new[idIndex]))
-        case (let gone?, nil): idOrder.remove(IndexEntry(.null, gone[idIndex]))
-        case (let gone?, let new?) where gone[idIndex] != new[idIndex]:
-            idOrder.remove(IndexEntry(.null, gone[idIndex]))
-            idOrder.insert(IndexEntry(.null, new[idIndex]))
-        default: break
-        }
-        rows[key] = row
     }
 
     // MARK: Planning
@@ -357,7 +391,15 @@ final class MemTable {
             }
         }
         for p in parts {
-            if let (n, ranges) = indexRanges(p) { return .indexRange(column: n, ranges: ranges) }
+            guard let (n, ranges) = indexRanges(p) else { continue }
+            // With top and a sort on an indexed column, walking that index in order and filtering
+            // visits about (skip + top) × rows / matches entries, against `matches` for the range
+            // (plus sorting them): take the walk when the range is estimated to be the larger.
+            if let walk = orderedPlan(q), q.sort.first?.column != n, let matches = estimatedEntries(column: n, ranges) {
+                let wanted = Double(q.skip) + Double(q.top ?? 0)
+                if matches * matches > wanted * Double(max(1, rowCount)) { return walk }
+            }
+            return .indexRange(column: n, ranges: ranges)
         }
         for p in parts {
             switch p {
@@ -366,19 +408,38 @@ final class MemTable {
             default: continue
             }
         }
-        if q.top != nil, !q.includeTotalCount, let first = q.sort.first, first.column == idIndex {
-            return .idOrdered(descending: first.descending)
+        return orderedPlan(q) ?? .scan
+    }
+
+    /// Walking the primary key or an index in the first sort key's order, when the query has `top`
+    /// and does not need the total count.
+    private func orderedPlan(_ q: ResolvedQuery) -> Plan? {
+        guard q.top != nil, !q.includeTotalCount, let first = q.sort.first else { return nil }
+        if first.column == schema.idIndex { return .idOrdered(descending: first.descending) }
+        if indexes[first.column] != nil { return .ordered(column: first.column, descending: first.descending) }
+        return nil
+    }
+
+    /// The estimated number of entries of index `column` within `ranges`; nil when unknown (prefix ranges).
+    private func estimatedEntries(column: Int, _ ranges: [IndexRange]) -> Double? {
+        guard let tree = indexes[column] else { return nil }
+        var total = 0.0
+        for r in ranges {
+            guard r.prefix == nil else { return nil }
+            let low = r.lower.map { tree.estimatedRank(of: IndexEntry(bound: $0, edge: r.lowerInclusive ? -1 : 1)) } ?? 0
+            let high = r.upper.map { tree.estimatedRank(of: IndexEntry(bound: $0, edge: r.upperInclusive ? 1 : -1)) }
+                ?? Double(tree.count)
+            total += max(0, high - low)
         }
-        if q.top != nil, !q.includeTotalCount, let first = q.sort.first, indexes[first.column] != nil {
-            return .ordered(column: first.column, descending: first.descending)
-        }
-        return .scan
+        return total
     }
 
     private func indexRanges(_ p: ResolvedPredicate) -> (Int, [IndexRange])? {
         switch p {
         case .compare(.column(let n, _, _), let op, .literal(let v, _), false) where indexes[n] != nil:
-            return (n, [range(op, v)].compactMap { $0 })
+            // `!=` has no range: such a conjunct cannot pick rows from the index.
+            guard let r = range(op, v) else { return nil }
+            return (n, [r])
         case .compare(.literal(let v, _), let op, .column(let n, _, _), false) where indexes[n] != nil:
             let flipped: QueryPredicate.ComparisonOperator
             switch op {
@@ -388,7 +449,8 @@ final class MemTable {
             case .greaterOrEqual: flipped = .lessOrEqual
             default: flipped = op
             }
-            return (n, [range(flipped, v)].compactMap { $0 })
+            guard let r = range(flipped, v) else { return nil }
+            return (n, [r])
         case .in(.column(let n, _, _), let vs, false) where indexes[n] != nil:
             return (n, vs.map { IndexRange(lower: $0, lowerInclusive: true, upper: $0, upperInclusive: true) })
         case .isNull(.column(let n, _, _)) where indexes[n] != nil:
@@ -415,17 +477,18 @@ final class MemTable {
     func run(_ q: ResolvedQuery) -> (rows: [[Value]], count: Int) {
         switch plan(for: q) {
         case .ids(let ids):
-            var seen = Set<Key>()
+            var seen = Set<Int>()
             var candidates: [[Value]] = []
             for id in ids {
-                let key = MemTable.key(id)
-                if seen.insert(key).inserted, let row = rows[key] { candidates.append(row) }
+                if let slot = slotByKey[MemTable.key(id)], ids.count == 1 || seen.insert(slot).inserted {
+                    candidates.append(slots[slot])
+                }
             }
             return q.select(candidates)
         case .indexRange(let n, let ranges):
-            var seen = Set<Key>()
+            var seen = Set<Int>()
             var candidates: [[Value]] = []
-            guard let tree = indexes[n] else { return q.select(rows.values) }
+            guard let tree = indexes[n] else { return q.select(allRows) }
             for r in ranges {
                 let start = r.lower.map { IndexEntry(bound: $0, edge: r.lowerInclusive ? -1 : 1) }
                 tree.forEach(ascendingFrom: start, inclusive: true) { entry in
@@ -436,16 +499,16 @@ final class MemTable {
                     if let prefix = r.prefix {
                         guard case .string(let s) = entry.value, s.utf8.starts(with: prefix.utf8) else { return false }
                     }
-                    let key = MemTable.key(entry.id)
-                    if seen.insert(key).inserted, let row = rows[key] { candidates.append(row) }
+                    // One range visits a row once; several (an IN list) may meet it again.
+                    if ranges.count == 1 || seen.insert(entry.slot).inserted { candidates.append(slots[entry.slot]) }
                     return true
                 }
             }
             return q.select(candidates)
         case .ordered(let n, let descending):
-            guard let tree = indexes[n], let top = q.top else { return q.select(rows.values) }
+            guard let tree = indexes[n], let top = q.top else { return q.select(allRows) }
             let wanted = q.skip.addingReportingOverflow(top)
-            if wanted.overflow { return q.select(rows.values) }
+            if wanted.overflow { return q.select(allRows) }
             // Walk the index in the first key's order, one group of equal values at a time; sort each
             // group by the full order (later keys, then id) and stop once skip + top rows are out.
             var out: [[Value]] = []
@@ -462,7 +525,8 @@ final class MemTable {
                     if out.count >= wanted.partialValue { return false }
                 }
                 groupValue = entry.value
-                if let row = self.rows[MemTable.key(entry.id)], q.predicate.matches(row) { group.append(row) }
+                let row = self.slots[entry.slot]
+                if q.predicate.matches(row) { group.append(row) }
                 return true
             }
             if descending {
@@ -491,17 +555,19 @@ final class MemTable {
                     let c = Collation.compare(entry.id, upper, noCase: noCase)
                     if c > 0 || (c == 0 && !r.upperInclusive) { return false }
                 }
-                if let row = rows[MemTable.key(entry.id)], q.predicate.matches(row) { candidates.append(row) }
+                let row = slots[entry.slot]
+                if q.predicate.matches(row) { candidates.append(row) }
                 return candidates.count < limit
             }
             return q.select(candidates)
         case .idOrdered(let descending):
-            guard let top = q.top else { return q.select(rows.values) }
+            guard let top = q.top else { return q.select(allRows) }
             let wanted = q.skip.addingReportingOverflow(top)
-            if wanted.overflow { return q.select(rows.values) }
+            if wanted.overflow { return q.select(allRows) }
             var out: [[Value]] = []
             let visit: (IndexEntry) -> Bool = { entry in
-                if let row = self.rows[MemTable.key(entry.id)], q.predicate.matches(row) { out.append(row) }
+                let row = self.slots[entry.slot]
+                if q.predicate.matches(row) { out.append(row) }
                 return out.count < wanted.partialValue
             }
             if wanted.partialValue > 0 {
@@ -513,7 +579,7 @@ final class MemTable {
             }
             return (Array(out.dropFirst(q.skip).prefix(top)), out.count)
         case .scan:
-            return q.select(rows.values)
+            return q.select(allRows)
         }
     }
 }
@@ -523,17 +589,21 @@ final class MemTable {
 struct IndexEntry: Comparable, Sendable {
     let value: Value
     let id: Value
+    /// The row's slot in its ``MemTable`` (not part of the order; -1 for a bound).
+    let slot: Int
     let edge: Int8
 
-    init(_ value: Value, _ id: Value) {
+    init(_ value: Value, _ id: Value, slot: Int = -1) {
         self.value = value
         self.id = id
+        self.slot = slot
         self.edge = 0
     }
 
     init(bound value: Value, edge: Int8) {
         self.value = value
         self.id = .null
+        self.slot = -1
         self.edge = edge
     }
 

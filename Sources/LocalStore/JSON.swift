@@ -302,8 +302,10 @@ private struct JSONParser {
         var isInteger = true
         if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
         var digits = 0
+        let firstDigit = index
         while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1; digits += 1 }
         guard digits > 0 else { throw failure("unexpected character") }
+        guard digits == 1 || bytes[firstDigit] != UInt8(ascii: "0") else { throw failure("leading zero in number") }
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
             isInteger = false
             index += 1

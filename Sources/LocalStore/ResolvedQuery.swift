@@ -283,8 +283,17 @@ public indirect enum ResolvedPredicate: Sendable, Hashable {
 enum StringSearch {
     /// Byte-wise substring search (the empty pattern is contained in every string).
     static func contains(_ s: String, _ p: String) -> Bool {
-        let hay = Array(s.utf8)
-        let needle = Array(p.utf8)
+        // Native strings are contiguous UTF-8: search them in place, without copying.
+        if let found = s.utf8.withContiguousStorageIfAvailable({ hay in
+            p.utf8.withContiguousStorageIfAvailable { needle in search(hay, needle) }
+        }), let found {
+            return found
+        }
+        return search(Array(s.utf8), Array(p.utf8))
+    }
+
+    private static func search<H: RandomAccessCollection, N: RandomAccessCollection>(_ hay: H, _ needle: N) -> Bool
+    where H.Element == UInt8, N.Element == UInt8, H.Index == Int, N.Index == Int {
         if needle.isEmpty { return true }
         if needle.count > hay.count { return false }
         let first = needle[0]

@@ -159,7 +159,8 @@ public struct TableSchema: Sendable, Hashable, CustomStringConvertible {
     ///
     /// Columns and indexes are only ever added: a column of `newer` that this schema lacks is appended,
     /// an index requested by `newer` is added, and columns `newer` omits are kept. A column whose type
-    /// differs is a `schemaConflict`. The result keeps this schema's spellings.
+    /// differs is a `schemaConflict`; a result with more than ``maximumColumnCount`` columns is
+    /// `invalidValue`. The result keeps this schema's spellings.
     public func merged(with newer: TableSchema) throws -> TableSchema {
         var result = columns
         for c in newer.columns {
@@ -174,6 +175,12 @@ public struct TableSchema: Sendable, Hashable, CustomStringConvertible {
             } else {
                 result.append(c)
             }
+        }
+        guard result.count <= TableSchema.maximumColumnCount else {
+            throw LocalStoreError(
+                .invalidValue,
+                "table '\(name)' would have \(result.count) columns; at most \(TableSchema.maximumColumnCount) are allowed",
+                table: name)
         }
         return TableSchema(name: name, columns: result)
     }

@@ -1,0 +1,274 @@
+import Foundation
+import LocalStore
+
+// The three system tables: their columns, the generic API on them, the sync layer's queries,
+// operation ids, errors and delta tokens.
+
+extension ConformanceSuite {
+    /// The three system tables exist from the moment a store is opened, with exactly the documented
+    /// columns, under any spelling of their names, and are not listed by `tableSchemas()`.
+    public static func systemTablesExistOnOpen(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            let documented: [(String, [String: ColumnType])] = [
+                (store.operationTableName, ["id": .integer, "table": .string, "tableKind": .integer, "itemId": .string, "properties": .binary]),
+                (store.errorTableName, ["id": .string, "operationId": .integer, "tableKind": .integer, "properties": .binary]),
+                (store.configTableName, ["id": .string, "table": .string, "key": .string, "keyType": .integer, "value": .string]),
+            ]
+            for (name, columns) in documented {
+                for spelling in [name, ASCII.lowercased(name), ASCII.uppercased(name)] {
+                    let schema = try unwrap(try store.schema(of: spelling), "schema(of: \(spelling)) on a new store")
+                    try expectEqual(schema.name, name, "the system table's spelling")
+                    var actual: [String: ColumnType] = [:]
+                    for c in schema.columns { actual[c.name] = c.type }
+                    try expectEqual(actual, columns, "the columns of \(name)")
+                    try expectEqual(schema.columns.count, columns.count, "no repeated columns in \(name)")
+                    try expectEqual(try store.read(Query(spelling, includeTotalCount: true)), ReadResult(items: [], totalCount: 0), "\(name) starts empty")
+                }
+            }
+            try expectEqual(try store.tableSchemas(), [], "tableSchemas() excludes the system tables")
+            let op = try store.appendOperation(table: "T", tableKind: 1, itemId: "i", properties: [0, 255])
+            let read = try unwrap(try store.read(table: store.operationTableName, id: .int(op.id)), "operation row")
+            try expectIdentical(read, ["id": .int(1), "table": "T", "tableKind": 1, "itemId": "i", "properties": .binary([0, 255])], "an operation row")
+        }
+    }
+
+    /// The system tables are readable and writable through the generic API with the same rules as user
+    /// tables (unknown columns, types, missing ids, merge), and the operations table's integer ids are
+    /// ordered numerically.
+    public static func systemTablesFollowGenericRules(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            let ops = store.operationTableName
+            let errors = store.errorTableName
+            let config = store.configTableName
+            try store.upsert(
+                ([10, 9, 100, 2, -1] as [Int64]).map { ["id": .int($0), "table": "T", "tableKind": 0, "itemId": .string("item\($0)"), "properties": .binary([])] },
+                into: ops)
+            try expectEqual(try store.read(Query(ops)).items.compactMap { $0["id"]?.intValue }, [-1, 2, 9, 10, 100], "numeric id order without a sort")
+            try expectEqual(
+                try store.read(Query(ops, sort: [SortKey("id", .descending)])).items.compactMap { $0["id"]?.intValue }, [100, 10, 9, 2, -1],
+                "numeric id order descending")
+            try expectEqual(try store.read(Query(ops, where: Field("id") > 9)).items.compactMap { $0["id"]?.intValue }, [10, 100], "id > 9")
+            try expectEqual(try store.operation(after: 9)?.id, 10, "operation(after: 9)")
+            try expectEqual(try store.appendOperation(table: "T", itemId: "x").id, 101, "append after the largest id")
+
+            let before = try snapshot(store, [ops, errors, config])
+            try expectThrows(code: .unknownColumn, "unknown column in the operations table") {
+                try store.upsert([["id": 1, "colour": "red"]], into: ops)
+            }
+            try expectThrows(code: .typeMismatch, "string id in the operations table") { try store.upsert([["id": "1"]], into: ops) }
+            try expectThrows(code: .typeMismatch, "wrong type in the operations table") { try store.upsert([["id": 1, "tableKind": "0"]], into: ops) }
+            try expectThrows(code: .typeMismatch, "integer id in the errors table") { try store.upsert([["id": 1]], into: errors) }
+            try expectThrows(code: .missingId, "no id in the config table") { try store.upsert([["key": "k"]], into: config) }
+            try expectThrows(code: .typeMismatch, "wrong type in the config table") { try store.upsert([["id": "c", "keyType": "0"]], into: config) }
+            try expectThrows(code: .unknownColumn, "unknown column in the errors table") { try store.upsert([["id": "e", "message": "x"]], into: errors) }
+            try expectUnchanged(store, before, "failed writes to system tables")
+
+            try store.upsert([["id": 2, "itemId": "changed"]], into: ops)
+            try expectIdentical(
+                try store.read(table: ops, id: .int(2)), ["id": 2, "table": "T", "tableKind": 0, "itemId": "changed", "properties": .binary([])],
+                "merge on the operations table")
+            try store.upsert([["id": "Cfg", "table": "T", "value": "v"]], into: config)
+            try store.upsert([["ID": "cfg", "key": "k"]], into: "ms_tableconfig")
+            try expectIdentical(
+                try store.read(table: config, id: "CFG"), ["id": "cfg", "table": "T", "key": "k", "keyType": nil, "value": "v"],
+                "merge and case-insensitive ids on the config table")
+            try store.delete(ids: [.int(2), .int(10)], from: ops)
+            try expectEqual(try store.read(Query(ops)).items.compactMap { $0["id"]?.intValue }, [-1, 9, 100, 101], "generic delete on operations")
+            try store.delete(matching: Query(ops, where: Field("id") < 50, sort: [SortKey("id", .descending)], top: 1))
+            try expectEqual(try store.read(Query(ops)).items.compactMap { $0["id"]?.intValue }, [-1, 100, 101], "delete(matching:) on operations")
+        }
+    }
+
+    /// The queries the sync layer runs on the system tables return exactly the right rows:
+    /// `table == X AND itemId ==[c] Y`, `id > n` sorted by id top 1, `operationId == n`, and
+    /// `table == X AND key == Y AND keyType == 0`.
+    public static func systemTableSyncQueries(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            let ops = store.operationTableName
+            let rows: [(Int64, String, String)] = [
+                (1, "TodoItem", "abc"), (2, "TodoItem", "ABC"), (3, "Other", "abc"), (4, "TodoItem", "abd"), (5, "todoitem", "abc"),
+                (6, "TodoItem", "aBc"), (7, "TodoItem", "ab"), (8, "TodoItem", "abc "), (12, "TodoItem", "AbC"),
+            ]
+            try store.upsert(shuffled(rows, seed: 8).map { TableOperation(id: $0.0, table: $0.1, itemId: $0.2).item }, into: ops)
+            func opIds(_ q: Query) throws -> [Int64] { try store.read(q).items.compactMap { $0["id"]?.intValue } }
+            try expectEqual(
+                try opIds(Query(ops, where: Field("table") == "TodoItem" && Field("itemId").equalsIgnoringCase("aBC"), sort: [SortKey("id")])),
+                [1, 2, 6, 12], "table == X AND itemId ==[c] Y (table compared by bytes)")
+            try expectEqual(
+                try opIds(Query(ops, where: Field("table") == "TodoItem" && Field("itemId").equalsIgnoringCase("aBC"))), [1, 2, 6, 12],
+                "the same without an explicit sort (id order)")
+            for (after, next) in [(0, 1), (1, 2), (5, 6), (8, 12), (11, 12)] as [(Int64, Int64)] {
+                try expectEqual(
+                    try opIds(Query(ops, where: Field("id") > .literal(.int(after)), sort: [SortKey("id")], top: 1)), [next], "id > \(after) top 1")
+            }
+            try expectEqual(try opIds(Query(ops, where: Field("id") > 12, sort: [SortKey("id")], top: 1)), [], "id > last")
+
+            let errors = store.errorTableName
+            for (id, op) in [("e1", 2), ("e2", 12), ("E3", 2), ("e4", 20)] as [(String, Int64)] {
+                try store.upsert([TableOperationError(id: id, operationId: op, properties: Array(id.utf8)).item], into: errors)
+            }
+            try expectSameIds(try readIds(store, Query(errors, where: Field("operationId") == 2)), ["e1", "E3"], "operationId == 2")
+            try expectSameIds(try readIds(store, Query(errors, where: Field("operationId") == 3)), [], "operationId == 3")
+
+            let config = store.configTableName
+            let entries = [
+                TableConfigEntry(id: "c1", table: "TodoItem", key: "q", keyType: 0, value: "v1"),
+                TableConfigEntry(id: "c2", table: "TodoItem", key: "q", keyType: 1, value: "v2"),
+                TableConfigEntry(id: "c3", table: "TodoItem", key: "Q", keyType: 0, value: "v3"),
+                TableConfigEntry(id: "c4", table: "Other", key: "q", keyType: 0, value: "v4"),
+                TableConfigEntry(id: "c5", table: "TodoItem", key: "q2", keyType: 0, value: "v5"),
+            ]
+            try store.upsert(shuffled(entries.map(\.item), seed: 9), into: config)
+            let p: QueryPredicate = Field("table") == "TodoItem" && Field("key") == "q" && Field("keyType") == 0
+            try expectSameIds(try readIds(store, Query(config, where: p)), ["c1"], "table == X AND key == Y AND keyType == 0")
+            try expectEqual(try store.read(Query(config, where: p, top: 1)).items.first.flatMap(TableConfigEntry.init), entries[0], "the config entry")
+        }
+    }
+
+    /// `appendOperation` gives the largest id + 1, starting at 1: ids 1, 2, 3…; after deleting a middle
+    /// one the sequence continues; after deleting the highest its id is given again; across
+    /// close and reopen the sequence continues.
+    public static func appendOperationIds(_ factory: StoreFactory) throws {
+        try withWorkspace(factory) { workspace in
+            var store = try workspace.open()
+            func append(_ item: String) throws -> Int64 {
+                let op = try store.appendOperation(table: "TodoItem", tableKind: 0, itemId: item, properties: Array(item.utf8))
+                try expectEqual(try store.operation(id: op.id), op, "operation(id:) of the appended operation")
+                return op.id
+            }
+            try expectEqual(try [append("a"), append("b"), append("c")], [1, 2, 3], "first ids")
+            try store.removeOperation(id: 2)
+            try expectEqual(try append("d"), 4, "after deleting a middle operation")
+            try store.removeOperation(id: 4)
+            try expectEqual(try append("e"), 4, "after deleting the highest operation")
+            try expectEqual(try store.pendingOperations().map(\.id), [1, 3, 4], "remaining ids")
+            if workspace.factory.isPersistent {
+                store = try unwrap(try workspace.reopen(store), "reopen")
+                try expectEqual(try store.pendingOperations().map(\.itemId), ["a", "c", "e"], "operations after reopening")
+                try expectEqual(try append("f"), 5, "after reopening")
+                try store.removeOperation(id: 5)
+                store = try unwrap(try workspace.reopen(store), "second reopen")
+                try expectEqual(try append("g"), 5, "after deleting the highest and reopening")
+            }
+            for op in try store.pendingOperations() { try store.removeOperation(id: op.id) }
+            try expectEqual(try append("h"), 1, "an empty queue starts at 1 again")
+        }
+    }
+
+    /// The operation queue conveniences: pendingOperations (all, by table, by table and item id
+    /// case-insensitively), operation(after:), operation(id:), pendingOperationCount.
+    public static func pendingOperationQueries(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            let specs: [(String, String)] = [
+                ("TodoItem", "abc"), ("TodoItem", "xyz"), ("Other", "abc"), ("TodoItem", "ABC"), ("TodoItem", "abcd"), ("Other", "q"),
+            ]
+            var appended: [TableOperation] = []
+            for (n, (table, item)) in specs.enumerated() {
+                appended.append(try store.appendOperation(table: table, tableKind: n % 2, itemId: item, properties: [UInt8(n), 0, 255]))
+            }
+            try expectEqual(appended.map(\.id), [1, 2, 3, 4, 5, 6], "ids")
+            try expectEqual(try store.pendingOperations(), appended, "pendingOperations()")
+            try expectEqual(try store.pendingOperationCount(), 6, "pendingOperationCount()")
+            try expectEqual(try store.pendingOperations(table: "TodoItem").map(\.id), [1, 2, 4, 5], "pendingOperations(table:)")
+            try expectEqual(try store.pendingOperations(table: "Other").map(\.id), [3, 6], "pendingOperations(table: Other)")
+            try expectEqual(try store.pendingOperations(table: "None"), [], "pendingOperations(table:) of a table without operations")
+            try expectEqual(try store.pendingOperations(table: "TodoItem", itemId: "aBc").map(\.id), [1, 4], "pendingOperations(table:itemId:) case-insensitive")
+            try expectEqual(try store.pendingOperations(table: "TodoItem", itemId: "abcd"), [appended[4]], "no prefix match")
+            try expectEqual(try store.operation(after: 0), appended[0], "operation(after: 0)")
+            try expectEqual(try store.operation(after: 3), appended[3], "operation(after: 3)")
+            try expectNil(try store.operation(after: 6), "operation(after: last)")
+            try store.removeOperation(id: 4)
+            try expectEqual(try store.operation(after: 3), appended[4], "operation(after:) skips a removed id")
+            try expectEqual(try store.operation(id: 5), appended[4], "operation(id:)")
+            try expectNil(try store.operation(id: 4), "operation(id:) of a removed operation")
+            try expectEqual(try store.pendingOperationCount(), 5, "count after removing")
+        }
+    }
+
+    /// `removeOperation(id:)` removes the operation and its errors in one transaction.
+    public static func removeOperationRemovesItsErrors(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            _ = try store.appendOperation(table: "T", itemId: "a")
+            _ = try store.appendOperation(table: "T", itemId: "b")
+            for (id, op) in [("e1", 1), ("e2", 1), ("e3", 2), ("e4", 7)] as [(String, Int64)] {
+                try store.recordError(TableOperationError(id: id, operationId: op))
+            }
+            try store.removeOperation(id: 1)
+            try expectEqual(try store.pendingOperations().map(\.id), [2], "operations left")
+            try expectEqual(try store.operationErrors().map(\.id), ["e3", "e4"], "errors left")
+            let before = try snapshot(store, [store.operationTableName, store.errorTableName])
+            do {
+                try store.write { tx in
+                    try tx.removeOperation(id: 2)
+                    try expectEqual(try tx.operationErrors().map(\.id), ["e4"], "inside the transaction")
+                    throw Rollback(marker: 3)
+                }
+            } catch is Rollback {}
+            try expectUnchanged(store, before, "removeOperation rolled back with its transaction")
+            try store.removeOperation(id: 99)
+            try expectUnchanged(store, before, "removing an absent operation")
+        }
+    }
+
+    /// Errors: recordError (an upsert by id), operationErrors() ordered by operation id then id,
+    /// operationErrors(operationId:), removeError(id:) (case-insensitive id), clearErrors().
+    public static func operationErrorsRecordListClear(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            _ = try store.appendOperation(table: "T", itemId: "a")
+            let errors = [
+                TableOperationError(id: "err-b", operationId: 2, tableKind: 0, properties: Array("{\"status\":409}".utf8)),
+                TableOperationError(id: "err-c", operationId: 1, tableKind: 1, properties: Array(0...255)),
+                TableOperationError(id: "err-a", operationId: 1, tableKind: 0, properties: []),
+                TableOperationError(id: "Err-0", operationId: 3),
+            ]
+            for e in errors { try store.recordError(e) }
+            try expectEqual(try store.operationErrors(), [errors[2], errors[1], errors[0], errors[3]], "ordered by operation id, then id")
+            try expectEqual(try store.operationErrors(operationId: 1), [errors[2], errors[1]], "errors of operation 1")
+            try expectEqual(try store.operationErrors(operationId: 9), [], "errors of an operation without errors")
+            let updated = TableOperationError(id: "ERR-A", operationId: 1, tableKind: 2, properties: [7])
+            try store.recordError(updated)
+            try expectEqual(try store.operationErrors(operationId: 1), [updated, errors[1]], "recording an error again updates it")
+            try store.removeError(id: "err-A")
+            try expectEqual(try store.operationErrors().map(\.id), ["err-c", "err-b", "Err-0"], "after removeError (case-insensitive)")
+            try store.removeError(id: "nope")
+            try store.clearErrors()
+            try expectEqual(try store.operationErrors(), [], "after clearErrors()")
+            try expectEqual(try store.pendingOperationCount(), 1, "clearErrors leaves the operations")
+            try store.clearErrors()
+        }
+    }
+
+    /// Delta tokens: set, get (millisecond precision), overwrite, remove, independent per table and
+    /// query id, stored as the documented config row.
+    public static func deltaTokens(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try expectNil(try store.deltaToken(table: "TodoItem", queryId: "all"), "no token yet")
+            let precise = Date(timeIntervalSince1970: 1_234_567_890.123_456)
+            try store.setDeltaToken(precise, table: "TodoItem", queryId: "all")
+            let read = try unwrap(try store.deltaToken(table: "TodoItem", queryId: "all"), "token after set")
+            try expectEqual((read.timeIntervalSince1970 * 1000).rounded(), 1_234_567_890_123, "millisecond precision (truncated)")
+            let row = try unwrap(try store.read(table: store.configTableName, id: "deltaToken|TodoItem|all"), "the config row")
+            try expectIdentical(
+                row, ["id": "deltaToken|TodoItem|all", "table": "TodoItem", "key": "all", "keyType": 0, "value": "2009-02-13T23:31:30.123Z"],
+                "the stored config row")
+
+            try store.setDeltaToken(Date(timeIntervalSince1970: 1_700_000_000.5), table: "TodoItem", queryId: "incomplete")
+            try store.setDeltaToken(Date(timeIntervalSince1970: 0), table: "Other", queryId: "all")
+            try expectEqual(try store.deltaToken(table: "TodoItem", queryId: "incomplete"), Date(timeIntervalSince1970: 1_700_000_000.5), "a second query id")
+            try expectEqual(try store.deltaToken(table: "Other", queryId: "all"), Date(timeIntervalSince1970: 0), "another table, the epoch")
+            try expectEqual((try store.deltaToken(table: "TodoItem", queryId: "all")).map { ($0.timeIntervalSince1970 * 1000).rounded() }, 1_234_567_890_123, "first token untouched")
+
+            try store.setDeltaToken(Date(timeIntervalSince1970: 1_800_000_000), table: "TodoItem", queryId: "all")
+            try expectEqual(try store.deltaToken(table: "TodoItem", queryId: "all"), Date(timeIntervalSince1970: 1_800_000_000), "overwritten")
+            try expectEqual(try store.count(store.configTableName), 3, "one row per (table, query id)")
+            try expectEqual(try store.configEntries().map(\.id), ["deltaToken|Other|all", "deltaToken|TodoItem|all", "deltaToken|TodoItem|incomplete"], "configEntries()")
+
+            try store.removeDeltaToken(table: "TodoItem", queryId: "all")
+            try expectNil(try store.deltaToken(table: "TodoItem", queryId: "all"), "removed")
+            try expectEqual(try store.deltaToken(table: "TodoItem", queryId: "incomplete"), Date(timeIntervalSince1970: 1_700_000_000.5), "other token kept")
+            try store.removeDeltaToken(table: "TodoItem", queryId: "all")
+            try store.removeDeltaToken(table: "Nope", queryId: "none")
+            try expectEqual(try store.count(store.configTableName), 2, "removing absent tokens is fine")
+        }
+    }
+}

@@ -1,0 +1,309 @@
+import Foundation
+import LocalStore
+
+// Upsert: merge semantics, nulls, unknown columns, types and ids of items.
+
+/// A table with one column of every type, for type checks.
+let typedSchema = TableSchema(
+    name: "Typed",
+    columns: [
+        Column("id", .string), Column("text", .string), Column("count", .integer), Column("ratio", .double),
+        Column("flag", .boolean), Column("moment", .date), Column("blob", .binary), Column("doc", .json),
+    ])
+
+/// One value of every kind.
+let sampleValuesByKind: [Value] = [
+    .bool(true), .int(5), .double(2.5), .string("x"), .date(date(0)), .binary([1, 2]), .json(["a": 1]),
+]
+
+extension ConformanceSuite {
+    /// A new row gets null for every column it does not set; a read returns every column and nothing else.
+    public static func upsertInsertsNewRowWithNulls(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(todoSchema)
+            try store.upsert([["id": "a", "title": "Buy milk"]], into: "TodoItem")
+            let expected = todoRow("a", ["title": "Buy milk"])
+            try expectIdentical(try store.read(table: "TodoItem", id: "a"), expected, "read by id of a new row")
+            let items = try store.read(Query("TodoItem")).items
+            try expectEqual(items.count, 1, "rows after one insert")
+            try expectIdentical(items[0], expected, "read by query of a new row")
+        }
+    }
+
+    /// Keys absent from an item keep their stored values (merge, not replace).
+    public static func upsertMergesAbsentKeys(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(todoSchema)
+            let full: Item = [
+                "id": "a", "title": "one", "priority": 1, "score": 1.5, "complete": false, "due": .date(date(1)),
+                "attachment": .binary([1, 2, 3]), "meta": .json(["k": [1, 2]]), "version": "v1",
+            ]
+            try store.upsert([full], into: "TodoItem")
+            try store.upsert([["id": "a", "title": "two"]], into: "TodoItem")
+            try store.upsert([["id": "a", "priority": 9, "version": "v2"]], into: "TodoItem")
+            var expected = todoRow("a", full.values)
+            expected["title"] = "two"
+            expected["priority"] = 9
+            expected["version"] = "v2"
+            try expectIdentical(try store.read(table: "TodoItem", id: "a"), expected, "after two partial updates")
+            try store.upsert([["id": "a"]], into: "TodoItem")
+            try expectIdentical(try store.read(table: "TodoItem", id: "a"), expected, "an item with only an id changes nothing")
+            try expectEqual(try store.count("TodoItem"), 1, "updates must not add rows")
+        }
+    }
+
+    /// An explicit null clears a column, whatever its type; other columns keep their values.
+    public static func upsertExplicitNullClears(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(todoSchema)
+            let full: Item = [
+                "id": "a", "title": "one", "priority": 1, "score": 1.5, "complete": true, "due": .date(date(1)),
+                "attachment": .binary([0]), "meta": .json([]), "createdAt": .date(date(2)), "updatedAt": .date(date(3)),
+                "version": "v1", "deleted": false,
+            ]
+            try store.upsert([full], into: "TodoItem")
+            try store.upsert([["id": "a", "title": nil]], into: "TodoItem")
+            var expected = full
+            expected["title"] = .null
+            try expectIdentical(try store.read(table: "TodoItem", id: "a"), expected, "after clearing title")
+            var clearAll = Item(["id": "a"])
+            for c in todoColumns where c != "id" { clearAll[c] = .null }
+            try store.upsert([clearAll], into: "TodoItem")
+            try expectIdentical(try store.read(table: "TodoItem", id: "a"), todoRow("a"), "after clearing every column")
+        }
+    }
+
+    /// A key that is not a column fails with `unknownColumn` and writes nothing.
+    public static func upsertUnknownColumnFails(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(todoSchema)
+            try store.upsert([["id": "a", "title": "one"]], into: "TodoItem")
+            let before = try snapshot(store, ["TodoItem"])
+            try expectThrows(code: .unknownColumn, "update with an unknown key") {
+                try store.upsert([["id": "a", "title": "two", "colour": "red"]], into: "TodoItem")
+            }
+            try expectThrows(code: .unknownColumn, "insert with an unknown key") {
+                try store.upsert([["id": "b", "titel": "typo"]], into: "TodoItem")
+            }
+            try expectThrows(code: .unknownColumn, "a key that is not even an identifier") {
+                try store.upsert([["id": "b", "bad key!": 1]], into: "TodoItem")
+            }
+            try expectThrows(code: .unknownColumn, "explicit strict options") {
+                try store.upsert([["id": "b", "colour": nil]], into: "TodoItem", options: .strict)
+            }
+            try expectUnchanged(store, before, "a failed upsert must write nothing")
+        }
+    }
+
+    /// With `ignoreUnknownColumns` keys that are not columns are dropped and the rest is written.
+    public static func upsertIgnoringUnknownColumns(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(todoSchema)
+            try store.upsert(
+                [["id": "a", "title": "one", "colour": "red", "bad key!": 1, "__meta": .json(["x": 1])]], into: "TodoItem",
+                options: .ignoringUnknownColumns)
+            try expectIdentical(
+                try store.read(table: "TodoItem", id: "a"), todoRow("a", ["title": "one"]), "unknown keys must be dropped")
+            try store.upsert([["id": "b", "colour": "blue"]], into: "TodoItem", options: UpsertOptions(ignoreUnknownColumns: true))
+            try expectIdentical(
+                try store.read(table: "TodoItem", id: "b"), todoRow("b"), "an item with only unknown keys still creates its row")
+            try store.upsert([["id": "a", "priority": 3, "colour": nil]], into: "TodoItem", options: .ignoringUnknownColumns)
+            try expectIdentical(
+                try store.read(table: "TodoItem", id: "a"), todoRow("a", ["title": "one", "priority": 3]),
+                "update with unknown keys merges the known ones")
+            let before = try snapshot(store, ["TodoItem"])
+            try expectThrows(code: .typeMismatch, "ignoreUnknownColumns does not ignore type errors") {
+                try store.upsert([["id": "a", "priority": "high", "colour": "red"]], into: "TodoItem", options: .ignoringUnknownColumns)
+            }
+            try expectThrows(code: .missingId, "ignoreUnknownColumns does not invent ids") {
+                try store.upsert([["colour": "red"]], into: "TodoItem", options: .ignoringUnknownColumns)
+            }
+            try expectUnchanged(store, before, "failed upserts with ignoreUnknownColumns")
+        }
+    }
+
+    /// A value of the wrong type is `typeMismatch`, whose message names the table, the column and the
+    /// value's type; nothing is written.
+    public static func upsertTypeMismatch(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(typedSchema)
+            try store.upsert([["id": "existing", "text": "keep"]], into: "Typed")
+            let before = try snapshot(store, ["Typed"])
+            var mismatches = 0
+            for column in typedSchema.columns where column.name != "id" {
+                for value in sampleValuesByKind where !column.type.accepts(value) {
+                    mismatches += 1
+                    for id in ["existing", "new"] {
+                        let error = try expectThrows(code: .typeMismatch, "\(value.kindName) into \(column.type) column '\(column.name)'") {
+                            try store.upsert([["id": .string(id), column.name: value]], into: "Typed")
+                        }
+                        for part in ["Typed", column.name, value.kindName] {
+                            try expect(
+                                error.message.contains(part),
+                                "the typeMismatch message must name '\(part)' (\(value.kindName) into \(column.name)): \(error.message)")
+                        }
+                    }
+                }
+            }
+            try expectEqual(mismatches, 41, "the suite's own count of mismatching pairs")
+            try expectThrows(code: .typeMismatch, "an integer id on a user table") {
+                try store.upsert([["id": 1, "text": "x"]], into: "Typed")
+            }
+            try expectThrows(code: .typeMismatch, "a json string is not a string") {
+                try store.upsert([["id": "j", "text": .json("x")]], into: "Typed")
+            }
+            try expectThrows(code: .typeMismatch, "a double with an integral value is still not an integer") {
+                try store.upsert([["id": "j", "count": 2.0]], into: "Typed")
+            }
+            try expectUnchanged(store, before, "type mismatches must write nothing")
+        }
+    }
+
+    /// An integer written to a double column is stored and returned as a double.
+    public static func upsertIntegerIntoDoubleColumn(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(typedSchema)
+            let ints: [Int64] = [3, -7, 0, Int64.max, Int64.min, 9_007_199_254_740_993]
+            try store.upsert(ints.enumerated().map { ["id": .string("r\($0.offset)"), "ratio": .int($0.element)] }, into: "Typed")
+            for (n, i) in ints.enumerated() {
+                let item = try unwrap(try store.read(table: "Typed", id: "r\(n)"), "row r\(n)")
+                try expectIdentical(item["ratio"], .double(Double(i)), "int \(i) written to a double column")
+            }
+            try expectEqual(try readIds(store, Query("Typed", where: Field("ratio") == 3)), ["r0"], "query for the converted value")
+            try expectEqual(
+                try readIds(store, Query("Typed", where: Field("ratio") == .literal(.double(-7)))), ["r1"], "query with a double literal")
+            try store.upsert([["id": "r0", "ratio": .int(4)]], into: "Typed")
+            try expectIdentical(try store.read(table: "Typed", id: "r0")?["ratio"], .double(4), "update with an int")
+        }
+    }
+
+    /// NaN and ±infinity are `invalidValue`, also nested inside json; nothing is written.
+    public static func upsertNonFiniteNumbersRefused(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(typedSchema)
+            try store.upsert([["id": "a", "ratio": 1.5, "doc": .json(["x": 1.5])]], into: "Typed")
+            let before = try snapshot(store, ["Typed"])
+            for d in [Double.nan, -Double.nan, Double.signalingNaN, Double.infinity, -Double.infinity] {
+                for id in ["a", "b"] {
+                    try expectThrows(code: .invalidValue, "\(d) in a double column") {
+                        try store.upsert([["id": .string(id), "ratio": .double(d)]], into: "Typed")
+                    }
+                    let documents: [JSON] = [.double(d), [1, .double(d)], ["x": ["y": .double(d)]], [["a": [.double(d)]]]]
+                    for doc in documents {
+                        try expectThrows(code: .invalidValue, "\(d) inside json \(doc)") {
+                            try store.upsert([["id": .string(id), "doc": .json(doc)]], into: "Typed")
+                        }
+                    }
+                }
+            }
+            try expectUnchanged(store, before, "non-finite numbers must write nothing")
+        }
+    }
+
+    /// An item without an id, or with a null id, is `missingId`.
+    public static func upsertMissingId(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(todoSchema)
+            try store.upsert([["id": "a"]], into: "TodoItem")
+            let before = try snapshot(store, ["TodoItem"])
+            try expectThrows(code: .missingId, "an empty item") { try store.upsert([[:]], into: "TodoItem") }
+            try expectThrows(code: .missingId, "an item without id") { try store.upsert([["title": "x"]], into: "TodoItem") }
+            try expectThrows(code: .missingId, "a null id") { try store.upsert([["id": nil, "title": "x"]], into: "TodoItem") }
+            try expectThrows(code: .missingId, "a null ID") { try store.upsert([["ID": nil]], into: "TodoItem") }
+            try expectThrows(code: .missingId, "a missing id on the operations table") {
+                try store.upsert([["table": "TodoItem", "itemId": "a"]], into: store.operationTableName)
+            }
+            try expectUnchanged(store, before, "missing ids must write nothing")
+        }
+    }
+
+    /// An item that sets one column twice under different case is `invalidValue`.
+    public static func upsertDuplicateKeyInDifferentCase(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(todoSchema)
+            try store.upsert([["id": "a", "title": "one"]], into: "TodoItem")
+            let before = try snapshot(store, ["TodoItem"])
+            try expectThrows(code: .invalidValue, "title and Title") {
+                try store.upsert([["id": "a", "title": "x", "Title": "y"]], into: "TodoItem")
+            }
+            try expectThrows(code: .invalidValue, "the same value twice still sets the column twice") {
+                try store.upsert([["id": "b", "PRIORITY": 1, "priority": 1]], into: "TodoItem")
+            }
+            try expectThrows(code: .invalidValue, "id and ID") {
+                try store.upsert([["id": "c", "ID": "c"]], into: "TodoItem")
+            }
+            try expectThrows(code: .invalidValue, "with ignoreUnknownColumns too") {
+                try store.upsert([["id": "a", "score": 1, "SCORE": 2, "colour": "red"]], into: "TodoItem", options: .ignoringUnknownColumns)
+            }
+            try expectUnchanged(store, before, "duplicate keys must write nothing")
+        }
+    }
+
+    /// Item keys and table names match case-insensitively; returned items use the defined spelling.
+    public static func upsertNamesMatchCaseInsensitively(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(todoSchema)
+            try store.upsert([["ID": "a", "TITLE": "one", "Priority": 2, "UPDATEDAT": .date(date(5))]], into: "todoitem")
+            try store.upsert([["Id": "a", "sCoRe": 0.5]], into: "TODOITEM")
+            let expected = todoRow("a", ["title": "one", "priority": 2, "updatedAt": .date(date(5)), "score": 0.5])
+            try expectIdentical(try store.read(table: "tOdOiTeM", id: "a"), expected, "keys in any case, defined spelling returned")
+            try expectIdentical(try store.read(Query("TODOitem")).items.first, expected, "query on the table in another case")
+        }
+    }
+
+    /// Empty batches are no-ops; a bad item anywhere in a batch leaves the store exactly as before.
+    public static func batchIsAllOrNothing(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(todoSchema)
+            try store.upsert([["id": "a", "title": "one", "priority": 1], ["id": "b", "title": "two"]], into: "TodoItem")
+            let before = try snapshot(store, ["TodoItem"])
+            let good: [Item] = [["id": "a", "title": "changed"], ["id": "c", "title": "new"], ["id": "b", "priority": nil]]
+            let bad: [(String, Item, LocalStoreError.Code)] = [
+                ("type mismatch", ["id": "d", "priority": "high"], .typeMismatch),
+                ("unknown column", ["id": "d", "colour": "red"], .unknownColumn),
+                ("missing id", ["title": "no id"], .missingId),
+                ("null id", ["id": nil], .missingId),
+                ("NaN", ["id": "d", "score": .double(.nan)], .invalidValue),
+                ("duplicate key", ["id": "d", "title": "x", "TITLE": "y"], .invalidValue),
+                ("integer id", ["id": 4], .typeMismatch),
+            ]
+            for (what, item, code) in bad {
+                for position in 0...good.count {
+                    var batch = good
+                    batch.insert(item, at: position)
+                    try expectThrows(code: code, "\(what) at position \(position) of a batch") {
+                        try store.upsert(batch, into: "TodoItem")
+                    }
+                    try expectUnchanged(store, before, "a failed batch (\(what) at position \(position))")
+                }
+            }
+            try store.upsert([], into: "TodoItem")
+            try store.upsert([], into: "todoitem", options: .ignoringUnknownColumns)
+            try expectUnchanged(store, before, "an empty batch")
+            try expectThrows(code: .unknownTable, "an empty batch on an unknown table") { try store.upsert([], into: "Nope") }
+            try store.upsert(good, into: "TodoItem")
+            try expectEqual(try store.count("TodoItem"), 3, "the good batch on its own")
+        }
+    }
+
+    /// Items with the same id in one batch are applied in order (merging), under any spelling of the id.
+    public static func batchSameIdTwice(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(todoSchema)
+            try store.upsert(
+                [
+                    ["id": "a", "title": "first", "priority": 1],
+                    ["id": "a", "title": "second"],
+                    ["id": "A", "score": 2.5],
+                    ["id": "b", "title": "only"],
+                    ["id": "a", "priority": nil],
+                ], into: "TodoItem")
+            try expectEqual(try store.count("TodoItem"), 2, "rows after a batch with repeated ids")
+            try expectIdentical(
+                try store.read(table: "TodoItem", id: "a"), todoRow("a", ["title": "second", "score": 2.5]),
+                "repeated ids are merged in order; the newest spelling wins")
+            try store.upsert([["id": "c", "title": "x"], ["id": "C", "title": "y"]], into: "TodoItem")
+            try expectIdentical(try store.read(table: "TodoItem", id: "c"), todoRow("C", ["title": "y"]), "last write wins")
+        }
+    }
+}
