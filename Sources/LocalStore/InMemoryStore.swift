@@ -242,6 +242,18 @@ final class MemTable {
         /// The UTF-8 bytes of the NOCASE key. Bytes, not `String`: Swift compares strings by canonical
         /// equivalence, which would make distinct ids such as "é" and "e\u{301}" collide.
         case string([UInt8])
+
+        // The synthesized hash feeds the bytes to the hasher one at a time; hash them in one call.
+        func hash(into hasher: inout Hasher) {
+            switch self {
+            case .int(let i):
+                hasher.combine(0 as UInt8)
+                hasher.combine(i)
+            case .string(let bytes):
+                hasher.combine(bytes.count)
+                bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+            }
+        }
     }
 
     private(set) var schema: TableSchema
@@ -275,9 +287,24 @@ final class MemTable {
     static func key(_ id: Value) -> Key {
         switch id {
         case .int(let i): return .int(i)
-        case .string(let s): return .string(Array(Collation.noCaseKey(s).utf8))
+        case .string(let s): return .string(noCaseBytes(s))
         default: return .string(Array(id.description.utf8))
         }
+    }
+
+    /// The bytes of ``Collation/noCaseKey(_:)`` for `s`, built directly.
+    static func noCaseBytes(_ s: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(s.utf8.count)
+        for b in s.utf8 {
+            if b == 0 {
+                bytes.append(0)
+                bytes.append(contentsOf: String(s.utf8.count).utf8)
+                return bytes
+            }
+            bytes.append(b >= 0x41 && b <= 0x5A ? b | 0x20 : b)
+        }
+        return bytes
     }
 
     func item(_ row: [Value]) -> Item {
@@ -379,14 +406,26 @@ final class MemTable {
         return [p]
     }
 
+    /// Whether `v` has the kind of this table's ids (so a key lookup finds exactly the equal rows).
+    private func idKind(_ v: Value) -> Bool {
+        switch (schema.idType, v) {
+        case (.string, .string), (.integer, .int): return true
+        default: return false
+        }
+    }
+
     func plan(for q: ResolvedQuery) -> Plan {
         let parts = MemTable.conjuncts(q.predicate)
         let idIndex = schema.idIndex
         for p in parts {
             switch p {
-            case .compare(.column(let n, _, _), .equal, .literal(let v, _), _) where n == idIndex: return .ids([v])
-            case .compare(.literal(let v, _), .equal, .column(let n, _, _), _) where n == idIndex: return .ids([v])
-            case .in(.column(let n, _, _), let vs, _) where n == idIndex: return .ids(vs)
+            // Direct lookups only for literals of the id's own kind: `id == 1.0` on the integer id of the
+            // operations table matches id 1 numerically, which a key lookup would miss.
+            case .compare(.column(let n, _, _), .equal, .literal(let v, _), _) where n == idIndex && idKind(v):
+                return .ids([v])
+            case .compare(.literal(let v, _), .equal, .column(let n, _, _), _) where n == idIndex && idKind(v):
+                return .ids([v])
+            case .in(.column(let n, _, _), let vs, _) where n == idIndex && vs.allSatisfy(idKind): return .ids(vs)
             default: continue
             }
         }
@@ -488,7 +527,7 @@ final class MemTable {
         case .indexRange(let n, let ranges):
             var seen = Set<Int>()
             var candidates: [[Value]] = []
-            guard let tree = indexes[n] else { return q.select(allRows) }
+            guard let tree = indexes[n] else { return scan(q) }
             for r in ranges {
                 let start = r.lower.map { IndexEntry(bound: $0, edge: r.lowerInclusive ? -1 : 1) }
                 tree.forEach(ascendingFrom: start, inclusive: true) { entry in
@@ -506,33 +545,33 @@ final class MemTable {
             }
             return q.select(candidates)
         case .ordered(let n, let descending):
-            guard let tree = indexes[n], let top = q.top else { return q.select(allRows) }
+            guard let tree = indexes[n], let top = q.top else { return scan(q) }
             let wanted = q.skip.addingReportingOverflow(top)
-            if wanted.overflow { return q.select(allRows) }
+            if wanted.overflow { return scan(q) }
             // Walk the index in the first key's order, one group of equal values at a time; sort each
             // group by the full order (later keys, then id) and stop once skip + top rows are out.
+            // Locals, not `q`: a closure using `q` would copy the whole query on every call.
+            let keys = q.sort
+            let predicate = RowTest(q.predicate)
             var out: [[Value]] = []
             var group: [[Value]] = []
             var groupValue: Value? = nil
             func flush() {
-                group.sort { q.compareRows($0, $1) < 0 }
+                if group.count > 1 { group.sort { ResolvedQuery.compare($0, $1, by: keys) < 0 } }
                 out.append(contentsOf: group)
                 group.removeAll(keepingCapacity: true)
             }
-            let visit: (IndexEntry) -> Bool = { entry in
+            // A non-escaping closure and a local `slots`: no dynamic exclusivity checks per entry.
+            let slots = self.slots
+            MemTable.walk(tree, descending: descending) { entry in
                 if let g = groupValue, Collation.compare(g, entry.value) != 0 {
                     flush()
                     if out.count >= wanted.partialValue { return false }
                 }
                 groupValue = entry.value
-                let row = self.slots[entry.slot]
-                if q.predicate.matches(row) { group.append(row) }
+                let row = slots[entry.slot]
+                if predicate.matches(row) { group.append(row) }
                 return true
-            }
-            if descending {
-                tree.forEach(descendingFrom: nil, inclusive: true, visit)
-            } else {
-                tree.forEach(ascendingFrom: nil, inclusive: true, visit)
             }
             flush()
             return (Array(out.dropFirst(q.skip).prefix(top)), out.count)
@@ -550,36 +589,113 @@ final class MemTable {
             }
             if limit == 0 { return ([], 0) }
             let start = r.lower.flatMap { $0.isNull ? nil : IndexEntry(.null, $0) }
+            let predicate = RowTest(q.predicate)
             idOrder.forEach(ascendingFrom: start, inclusive: r.lowerInclusive) { entry in
                 if let upper = r.upper {
                     let c = Collation.compare(entry.id, upper, noCase: noCase)
                     if c > 0 || (c == 0 && !r.upperInclusive) { return false }
                 }
                 let row = slots[entry.slot]
-                if q.predicate.matches(row) { candidates.append(row) }
+                if predicate.matches(row) { candidates.append(row) }
                 return candidates.count < limit
             }
             return q.select(candidates)
         case .idOrdered(let descending):
-            guard let top = q.top else { return q.select(allRows) }
+            guard let top = q.top else { return scan(q) }
             let wanted = q.skip.addingReportingOverflow(top)
-            if wanted.overflow { return q.select(allRows) }
+            if wanted.overflow { return scan(q) }
             var out: [[Value]] = []
-            let visit: (IndexEntry) -> Bool = { entry in
-                let row = self.slots[entry.slot]
-                if q.predicate.matches(row) { out.append(row) }
-                return out.count < wanted.partialValue
-            }
+            let predicate = RowTest(q.predicate)
+            // The walk reads rows in id order, which is random memory order. When the filter passes few
+            // rows it would read most of the table that way; past a budget, a scan in memory order (with
+            // a top-k heap) is cheaper, so give up the walk and scan.
+            var budget = Int.max
+            if case .general(.constant(true)) = predicate {} else { budget = max(wanted.partialValue * 16, rowCount / 8) }
+            var exhausted = false
+            let slots = self.slots
             if wanted.partialValue > 0 {
-                if descending {
-                    idOrder.forEach(descendingFrom: nil, inclusive: true, visit)
-                } else {
-                    idOrder.forEach(ascendingFrom: nil, inclusive: true, visit)
+                MemTable.walk(idOrder, descending: descending) { entry in
+                    budget -= 1
+                    if budget < 0 {
+                        exhausted = true
+                        return false
+                    }
+                    let row = slots[entry.slot]
+                    if predicate.matches(row) { out.append(row) }
+                    return out.count < wanted.partialValue
                 }
             }
+            if exhausted { return scan(q) }
             return (Array(out.dropFirst(q.skip).prefix(top)), out.count)
         case .scan:
-            return q.select(allRows)
+            return scan(q)
+        }
+    }
+
+    /// Visits every entry of `tree` in ascending or descending order until `body` returns false.
+    private static func walk(_ tree: BTree<IndexEntry>, descending: Bool, _ body: (IndexEntry) -> Bool) {
+        if descending {
+            tree.forEach(descendingFrom: nil, inclusive: true, body)
+        } else {
+            tree.forEach(ascendingFrom: nil, inclusive: true, body)
+        }
+    }
+
+    /// Runs `q` over every row, testing the rows in place: only matching rows are copied out.
+    private func scan(_ q: ResolvedQuery) -> (rows: [[Value]], count: Int) {
+        let test = RowTest(q.predicate)
+        if q.top == 0 {
+            guard q.includeTotalCount else { return ([], 0) }
+            var count = 0
+            slots.withUnsafeBufferPointer { buffer in
+                for i in buffer.indices where !buffer[i].isEmpty && test.matches(buffer[i]) { count += 1 }
+            }
+            return ([], count)
+        }
+        var matched: [[Value]] = []
+        slots.withUnsafeBufferPointer { buffer in
+            for i in buffer.indices where !buffer[i].isEmpty && test.matches(buffer[i]) { matched.append(buffer[i]) }
+        }
+        return q.select(matched)
+    }
+}
+
+/// A filter for a scan: the commonest shapes (a boolean or integer column against a literal) tested inline,
+/// so the loop stays small enough for the processor to overlap the memory reads of several rows; anything
+/// else through ``ResolvedPredicate/matches(_:)``. Same results: a null column matches no comparison.
+private enum RowTest {
+    case bool(column: Int, equal: Bool, to: Bool)
+    case int(column: Int, QueryPredicate.ComparisonOperator, Int64)
+    case general(ResolvedPredicate)
+
+    init(_ p: ResolvedPredicate) {
+        switch p {
+        case .compare(.column(let n, .boolean, _), let op, .literal(.bool(let v), _), _) where op == .equal || op == .notEqual:
+            self = .bool(column: n, equal: op == .equal, to: v)
+        case .compare(.column(let n, .integer, _), let op, .literal(.int(let v), _), _):
+            self = .int(column: n, op, v)
+        default:
+            self = .general(p)
+        }
+    }
+
+    @inline(__always) func matches(_ row: [Value]) -> Bool {
+        switch self {
+        case .bool(let n, let equal, let v):
+            guard case .bool(let b) = row[n] else { return false }
+            return (b == v) == equal
+        case .int(let n, let op, let v):
+            guard case .int(let x) = row[n] else { return false }
+            switch op {
+            case .equal: return x == v
+            case .notEqual: return x != v
+            case .less: return x < v
+            case .lessOrEqual: return x <= v
+            case .greater: return x > v
+            case .greaterOrEqual: return x >= v
+            }
+        case .general(let p):
+            return p.matches(row)
         }
     }
 }

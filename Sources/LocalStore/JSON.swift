@@ -112,6 +112,24 @@ extension JSON {
         out.append(UInt8(ascii: "\""))
     }
 
+    /// The deepest nesting of arrays and objects a stored document may have (the parser's limit, so
+    /// that everything written can be read back).
+    public static let maximumDepth = 512
+
+    /// Whether the document nests arrays/objects deeper than `limit` (recursion stops at `limit + 1`).
+    public func isNested(deeperThan limit: Int) -> Bool {
+        switch self {
+        case .array(let a):
+            if limit <= 0 { return true }
+            return a.contains { $0.isNested(deeperThan: limit - 1) }
+        case .object(let o):
+            if limit <= 0 { return true }
+            return o.values.contains { $0.isNested(deeperThan: limit - 1) }
+        default:
+            return false
+        }
+    }
+
     /// `true` when the document holds a non-finite double anywhere (which JSON cannot represent).
     public var containsNonFiniteNumber: Bool {
         switch self {
@@ -148,7 +166,7 @@ private struct JSONParser {
     let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
     var depth = 0
-    static let maximumDepth = 512
+    static let maximumDepth = JSON.maximumDepth
 
     init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 

@@ -57,6 +57,11 @@ extension TableSchema {
                 throw LocalStoreError(
                     .invalidValue, "column '\(column.name)' of table '\(name)' cannot store the non-finite number \(d)",
                     table: name, column: column.name)
+            case (.json, .json(let j)) where j.isNested(deeperThan: JSON.maximumDepth):
+                throw LocalStoreError(
+                    .invalidValue,
+                    "column '\(column.name)' of table '\(name)' cannot store json nested deeper than \(JSON.maximumDepth) levels",
+                    table: name, column: column.name)
             case (.json, .json(let j)) where j.containsNonFiniteNumber:
                 throw LocalStoreError(
                     .invalidValue, "column '\(column.name)' of table '\(name)' cannot store json with a non-finite number",

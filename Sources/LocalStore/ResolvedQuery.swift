@@ -75,8 +75,11 @@ public struct ResolvedQuery: Sendable {
     }
 
     /// Compares two rows under ``sort``: negative, zero or positive.
-    public func compareRows(_ a: [Value], _ b: [Value]) -> Int {
-        for key in sort {
+    public func compareRows(_ a: [Value], _ b: [Value]) -> Int { Self.compare(a, b, by: sort) }
+
+    /// Orders two rows by `keys` (as ``compareRows(_:_:)`` does with the query's sort keys).
+    public static func compare(_ a: [Value], _ b: [Value], by keys: [ResolvedSortKey]) -> Int {
+        for key in keys {
             let c = Collation.compare(a[key.column], b[key.column], noCase: key.noCase)
             if c != 0 { return key.descending ? -c : c }
         }
@@ -115,7 +118,7 @@ public struct ResolvedQuery: Sendable {
                 var sequence = 0
                 for row in rows where predicate.matches(row) {
                     count += 1
-                    let entry = HeapEntry(row: row, query: self, sequence: sequence)
+                    let entry = HeapEntry(row: row, sort: sort, sequence: sequence)
                     sequence += 1
                     if heap.count < k {
                         heap.insert(entry)
@@ -138,12 +141,13 @@ public struct ResolvedQuery: Sendable {
         return (Array(result), count)
     }
 
+    /// A row in the top-k heap. Holds the sort keys, not the query: an entry is copied on every heap move.
     struct HeapEntry: Comparable {
         let row: [Value]
-        let query: ResolvedQuery
+        let sort: [ResolvedSortKey]
         let sequence: Int
         static func < (l: HeapEntry, r: HeapEntry) -> Bool {
-            let c = l.query.compareRows(l.row, r.row)
+            let c = ResolvedQuery.compare(l.row, r.row, by: l.sort)
             return c != 0 ? c < 0 : l.sequence < r.sequence
         }
         static func == (l: HeapEntry, r: HeapEntry) -> Bool { l.sequence == r.sequence }

@@ -102,6 +102,10 @@ extension ConformanceSuite {
                     try opIds(Query(ops, where: Field("id") > .literal(.int(after)), sort: [SortKey("id")], top: 1)), [next], "id > \(after) top 1")
             }
             try expectEqual(try opIds(Query(ops, where: Field("id") > 12, sort: [SortKey("id")], top: 1)), [], "id > last")
+            // The integer id compared with doubles: numeric, whatever plan answers it.
+            try expectEqual(try opIds(Query(ops, where: Field("id") == 6.0)), [6], "id == 6.0")
+            try expectEqual(try opIds(Query(ops, where: Field("id").isIn([.double(1), .double(12), .double(2.5)]))), [1, 12], "id IN [1.0, 12.0, 2.5]")
+            try expectEqual(try opIds(Query(ops, where: Field("id") > 7.5, sort: [SortKey("id")], top: 1)), [8], "id > 7.5 top 1")
 
             let errors = store.errorTableName
             for (id, op) in [("e1", 2), ("e2", 12), ("E3", 2), ("e4", 20)] as [(String, Int64)] {

@@ -1,0 +1,187 @@
+import Foundation
+import LocalStore
+
+/// One index of a table: an LMDB database keyed by the encoded components, then the row's id.
+struct IndexDefinition: Hashable, Sendable {
+    struct Component: Hashable, Sendable {
+        /// The column position.
+        var column: Int
+        /// Whether the component holds the NOCASE form of a string (equality lookups only).
+        var noCase: Bool
+    }
+
+    /// The name of the LMDB database.
+    var database: String
+    var components: [Component]
+
+    /// `"<column>"` for a one-column index, `"(a, b[c])"` for a composite one.
+    func description(schema: TableSchema) -> String {
+        let names = components.map { schema.columns[$0.column].name + ($0.noCase ? "[c]" : "") }
+        return names.count == 1 ? names[0] : "(" + names.joined(separator: ", ") + ")"
+    }
+}
+
+/// A table as stored in the catalog: its schema, its primary database and its indexes.
+struct TableDefinition: Sendable {
+    var schema: TableSchema
+    /// The primary database: stored id key → record.
+    var database: String
+    var indexes: [IndexDefinition]
+
+    static func databaseName(table: String) -> String { "t:" + Identifier.fold(table) }
+
+    static func indexName(table: String, components: [IndexDefinition.Component]) -> String {
+        "i:" + Identifier.fold(table) + ":" + components.map { String($0.column) + ($0.noCase ? "c" : "") }.joined(separator: ",")
+    }
+
+    /// Every database the table uses.
+    var databases: [String] { [database] + indexes.map(\.database) }
+
+    /// A user table: one single-column index per indexed column (the id is indexed by the primary
+    /// database itself).
+    static func user(_ schema: TableSchema) -> TableDefinition {
+        var def = TableDefinition(schema: schema, database: databaseName(table: schema.name), indexes: [])
+        def.addMissingColumnIndexes()
+        return def
+    }
+
+    /// Adds a one-column index for every indexed column that has none yet.
+    mutating func addMissingColumnIndexes() {
+        for (n, c) in schema.columns.enumerated() where c.indexed && n != schema.idIndex {
+            let components = [IndexDefinition.Component(column: n, noCase: false)]
+            if indexes.contains(where: { $0.components == components }) { continue }
+            indexes.append(IndexDefinition(database: TableDefinition.indexName(table: schema.name, components: components), components: components))
+        }
+    }
+
+    // MARK: Encoding
+
+    static let formatVersion: UInt8 = 1
+
+    static func typeCode(_ t: ColumnType) -> UInt8 {
+        switch t {
+        case .string: return 0
+        case .integer: return 1
+        case .double: return 2
+        case .boolean: return 3
+        case .date: return 4
+        case .binary: return 5
+        case .json: return 6
+        }
+    }
+
+    static func columnType(_ code: UInt8) -> ColumnType? {
+        switch code {
+        case 0: return .string
+        case 1: return .integer
+        case 2: return .double
+        case 3: return .boolean
+        case 4: return .date
+        case 5: return .binary
+        case 6: return .json
+        default: return nil
+        }
+    }
+
+    func encoded() -> [UInt8] {
+        var out: [UInt8] = [TableDefinition.formatVersion]
+        RecordCodec.appendBytes(schema.name.utf8, into: &out)
+        RecordCodec.appendVarint(UInt64(schema.columns.count), into: &out)
+        for c in schema.columns {
+            RecordCodec.appendBytes(c.name.utf8, into: &out)
+            out.append(TableDefinition.typeCode(c.type))
+            out.append(c.indexed ? 1 : 0)
+        }
+        RecordCodec.appendBytes(database.utf8, into: &out)
+        RecordCodec.appendVarint(UInt64(indexes.count), into: &out)
+        for index in indexes {
+            RecordCodec.appendBytes(index.database.utf8, into: &out)
+            RecordCodec.appendVarint(UInt64(index.components.count), into: &out)
+            for c in index.components {
+                RecordCodec.appendVarint(UInt64(c.column), into: &out)
+                out.append(c.noCase ? 1 : 0)
+            }
+        }
+        return out
+    }
+
+    static func decode(_ bytes: UnsafeRawBufferPointer) throws -> TableDefinition {
+        var r = ByteReader(bytes)
+        do {
+            guard try r.byte() == formatVersion else { throw ByteReader.Failure("unknown table definition version") }
+            let name = try r.string()
+            guard Identifier.isValid(name) else { throw ByteReader.Failure("invalid table name") }
+            let count = try r.varint()
+            guard count >= 1, count <= UInt64(TableSchema.maximumColumnCount) else { throw ByteReader.Failure("bad column count") }
+            var columns: [Column] = []
+            var seen = Set<String>()
+            for _ in 0..<Int(count) {
+                let columnName = try r.string()
+                guard Identifier.isValid(columnName), seen.insert(Identifier.fold(columnName)).inserted else {
+                    throw ByteReader.Failure("invalid column name")
+                }
+                guard let type = columnType(try r.byte()) else { throw ByteReader.Failure("unknown column type") }
+                let indexed = try r.byte()
+                guard indexed <= 1 else { throw ByteReader.Failure("bad index flag") }
+                columns.append(Column(columnName, type, indexed: indexed == 1))
+            }
+            guard seen.contains("id") else { throw ByteReader.Failure("table without id") }
+            let schema = TableSchema(name: name, columns: columns)
+            guard schema.idType == .string || schema.idType == .integer else { throw ByteReader.Failure("bad id type") }
+            let database = try r.string()
+            let indexCount = try r.varint()
+            guard indexCount <= UInt64(r.remaining) else { throw ByteReader.Failure("bad index count") }
+            var indexes: [IndexDefinition] = []
+            for _ in 0..<Int(indexCount) {
+                let db = try r.string()
+                let n = try r.varint()
+                guard n >= 1, n <= 16 else { throw ByteReader.Failure("bad component count") }
+                var components: [IndexDefinition.Component] = []
+                for _ in 0..<Int(n) {
+                    let column = try r.varint()
+                    guard column < UInt64(columns.count) else { throw ByteReader.Failure("index column out of range") }
+                    let noCase = try r.byte()
+                    guard noCase <= 1 else { throw ByteReader.Failure("bad component flag") }
+                    if noCase == 1 && columns[Int(column)].type != .string { throw ByteReader.Failure("NOCASE component on a non-string column") }
+                    components.append(.init(column: Int(column), noCase: noCase == 1))
+                }
+                indexes.append(IndexDefinition(database: db, components: components))
+            }
+            guard r.isAtEnd else { throw ByteReader.Failure("trailing bytes") }
+            return TableDefinition(schema: schema, database: database, indexes: indexes)
+        } catch let f as ByteReader.Failure {
+            throw LMDBErrors.corrupt("a table definition is malformed (\(f.what))")
+        }
+    }
+}
+
+/// The tables of an environment as seen by one snapshot.
+struct Catalog: Sendable {
+    /// Bumped by every committed schema change; a cached catalog is valid while it matches.
+    var generation: UInt64
+    /// By folded table name.
+    var tables: [String: TableDefinition]
+
+    func table(_ name: String) -> TableDefinition? { tables[Identifier.fold(name)] }
+}
+
+/// Keys of the `meta` database.
+enum MetaKey {
+    static let format = Array("format".utf8)
+    static let generation = Array("generation".utf8)
+    static let nextRowId = Array("nextRowId".utf8)
+    static let tablePrefix = Array("table:".utf8)
+    static func table(_ name: String) -> [UInt8] { tablePrefix + Array(Identifier.fold(name).utf8) }
+
+    /// `LSLMDB` followed by the big-endian format version.
+    static let magic = Array("LSLMDB".utf8)
+    static let formatVersion: UInt32 = 1
+    static var formatValue: [UInt8] {
+        var out = magic
+        KeyCodec.appendBigEndian(UInt64(formatVersion), into: &out)
+        return out
+    }
+
+    /// The name of the catalog database.
+    static let database = "meta"
+}

@@ -1,0 +1,524 @@
+import CLMDB
+import Foundation
+import LocalStore
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One open LMDB environment, shared by every ``LMDBStore`` of this process opened on the same
+/// directory (LMDB forbids opening one environment twice in a process: closing the second
+/// descriptor would drop the first one's POSIX locks).
+///
+/// Locking, outermost first:
+/// 1. `writeLock` — held by a `write` call for its whole duration, including map growth and replay,
+///    so that no other writer of this process runs between an aborted attempt and its replay;
+/// 2. `gate` — shared by every transaction, exclusive for map resizing and closing;
+/// 3. LMDB's own writer mutex (inside `mdb_txn_begin`);
+/// 4. `handleLock` — held by any transaction that opens database handles, until it ends (LMDB's
+///    rule for `mdb_dbi_open`).
+final class Environment: @unchecked Sendable {
+    struct Key: Hashable, Sendable {
+        let device: UInt64
+        let inode: UInt64
+    }
+
+    struct State {
+        var handles: [String: MDB_dbi] = [:]
+        var catalog: Catalog?
+        var references = 1
+        var isOpen = true
+        var isClosing = false
+    }
+
+    let env: OpaquePointer
+    let key: Key
+    let path: String
+    let options: LMDBStoreOptions
+    let gate = TransactionGate()
+    let writeLock = PosixMutex()
+    let handleLock = PosixMutex()
+    let writer = WriterThread()
+    let state = Mutex(State())
+    /// Tests only: runs after a full write transaction was aborted for a map growth, before the
+    /// new one begins (the window in which another process may commit).
+    let afterGrowthAbortHook = Mutex<(@Sendable () -> Void)?>(nil)
+
+    private init(env: OpaquePointer, key: Key, path: String, options: LMDBStoreOptions) {
+        self.env = env
+        self.key = key
+        self.path = path
+        self.options = options
+    }
+
+    // MARK: Registry
+
+    private static let registry = Mutex<[Key: Environment]>([:])
+
+    /// Opens the environment at `path`, or shares the one this process already has open there.
+    /// Returns it with one more reference and the number of stale reader slots cleared.
+    static func acquire(path: String, options: LMDBStoreOptions) throws -> (Environment, Int) {
+        while true {
+            let result: (Environment, Int)? = try registry.withLock { envs in
+                try prepareDirectory(path)
+                let key = try directoryKey(path)
+                if let existing = envs[key] {
+                    let usable = existing.state.withLock { s -> Bool? in
+                        if s.isClosing { return nil }
+                        s.references += 1
+                        return true
+                    }
+                    guard usable != nil else { return nil }  // being closed: wait and retry
+                    var dead: Int32 = 0
+                    mdb_reader_check(existing.env, &dead)
+                    return (existing, Int(dead))
+                }
+                let (environment, dead) = try open(path: path, key: key, options: options)
+                envs[key] = environment
+                return (environment, dead)
+            }
+            if let result { return result }
+            usleep(1000)
+        }
+    }
+
+    /// Drops one reference; the last one closes the environment (after every transaction of this
+    /// process has ended) and releases its files.
+    func release() {
+        let last = state.withLock { s -> Bool in
+            s.references -= 1
+            if s.references == 0 {
+                s.isClosing = true
+                return true
+            }
+            return false
+        }
+        guard last else { return }
+        gate.lockExclusive()
+        state.withLock { $0.isOpen = false }
+        // In the faster durability modes the last close is a flush point (best effort: closing
+        // cannot fail, and a process exit keeps the data in the OS cache anyway).
+        if options.durability != .synchronous { mdb_env_sync(env, 1) }
+        mdb_env_close(env)
+        gate.unlockExclusive()
+        Environment.registry.withLock { envs in
+            if envs[key] === self { envs[key] = nil }
+        }
+    }
+
+    var isOpen: Bool { state.withLock { $0.isOpen } }
+
+    private static func prepareDirectory(_ path: String) throws {
+        var st = stat()
+        if stat(path, &st) == 0 {
+            guard (st.st_mode & S_IFMT) == S_IFDIR else {
+                throw LocalStoreError(.notADatabase, "'\(path)' is a file, not an LMDB store directory")
+            }
+            let contents = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+            if !contents.contains("data.mdb"), contents.contains(where: { $0 != "lock.mdb" }) {
+                throw LocalStoreError(.notADatabase, "'\(path)' holds other files but no LMDB store")
+            }
+            var data = stat()
+            if stat(path + "/data.mdb", &data) == 0, (data.st_mode & S_IFMT) != S_IFREG {
+                throw LocalStoreError(.notADatabase, "'\(path)/data.mdb' is not a regular file")
+            }
+        } else {
+            do {
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            } catch {
+                let code = errno
+                throw LocalStoreError(
+                    code == EACCES || code == EROFS || code == EPERM ? .readOnly : .ioError,
+                    "cannot create the store directory '\(path)': \(error.localizedDescription)")
+            }
+        }
+    }
+
+    private static func directoryKey(_ path: String) throws -> Key {
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            throw LocalStoreError(.ioError, "cannot stat '\(path)': \(String(cString: strerror(errno)))")
+        }
+        return Key(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
+    }
+
+    private static func open(path: String, key: Key, options: LMDBStoreOptions) throws -> (Environment, Int) {
+        var handle: OpaquePointer?
+        try LMDBErrors.check(mdb_env_create(&handle), "cannot create an LMDB environment")
+        guard let env = handle else { throw LocalStoreError(.internal, "mdb_env_create returned no environment") }
+        do {
+            try LMDBErrors.check(mdb_env_set_maxdbs(env, MDB_dbi(max(8, options.maximumDatabases))), "cannot set the database limit")
+            try LMDBErrors.check(mdb_env_set_maxreaders(env, UInt32(max(1, options.maximumReaders))), "cannot set the reader limit")
+            // A new environment starts at the initial size; an existing one keeps the size it grew to
+            // (LMDB adopts the size recorded in the file when none is set).
+            var data = stat()
+            if stat(path + "/data.mdb", &data) != 0 || data.st_size == 0 {
+                try LMDBErrors.check(mdb_env_set_mapsize(env, Environment.roundedMapSize(options.initialMapSize)), "cannot set the map size")
+            }
+            var flags = UInt32(MDB_NOTLS)
+            switch options.durability {
+            case .synchronous: break
+            case .noMetaSync: flags |= UInt32(MDB_NOMETASYNC)
+            case .noSync: flags |= UInt32(MDB_NOSYNC)
+            }
+            try LMDBErrors.check(mdb_env_open(env, path, flags, 0o600), "cannot open the LMDB store at '\(path)'")
+            guard mdb_env_get_maxkeysize(env) >= Int32(KeyCodec.longKeyLength) else {
+                throw LocalStoreError(.unsupported, "liblmdb was built with keys shorter than \(KeyCodec.longKeyLength) bytes")
+            }
+            var dead: Int32 = 0
+            try LMDBErrors.check(mdb_reader_check(env, &dead), "cannot check the reader table")
+            let environment = Environment(env: env, key: key, path: path, options: options)
+            try environment.initialize()
+            return (environment, Int(dead))
+        } catch {
+            mdb_env_close(env)
+            throw error
+        }
+    }
+
+    static func roundedMapSize(_ size: Int) -> Int {
+        let unit = 1 << 16
+        let clamped = max(size, unit)
+        return (clamped + unit - 1) / unit * unit
+    }
+
+    // MARK: Format
+
+    /// Checks the format marker (creating it in an empty environment) and opens the handles of
+    /// every table. Runs before the environment is shared, so no other transaction exists.
+    private func initialize() throws {
+        gate.lockShared()
+        defer { gate.unlockShared() }
+        var needsCreation = false
+        try withRawTransaction(readOnly: true) { txn in
+            var dbi: MDB_dbi = 0
+            let rc = mdb_dbi_open(txn, MetaKey.database, 0, &dbi)
+            if rc == MDB_NOTFOUND {
+                var main: MDB_dbi = 0
+                try LMDBErrors.check(mdb_dbi_open(txn, nil, 0, &main), "cannot open the main database")
+                var st = MDB_stat()
+                try LMDBErrors.check(mdb_stat(txn, main, &st), "cannot read the main database")
+                guard st.ms_entries == 0 else {
+                    throw LocalStoreError(.notADatabase, "'\(path)' is an LMDB environment that LocalStore did not create")
+                }
+                needsCreation = true
+                return false
+            }
+            if rc == MDB_INCOMPATIBLE {
+                throw LocalStoreError(.notADatabase, "'\(path)' is an LMDB environment that LocalStore did not create")
+            }
+            try LMDBErrors.check(rc, "cannot open the catalog")
+            try checkFormat(txn, dbi)
+            return true
+        }
+        if needsCreation {
+            try withRawTransaction(readOnly: false) { txn in
+                var dbi: MDB_dbi = 0
+                try LMDBErrors.check(mdb_dbi_open(txn, MetaKey.database, UInt32(MDB_CREATE), &dbi), "cannot create the catalog")
+                if try Environment.rawGet(txn, dbi, MetaKey.format) == nil {
+                    try Environment.rawPut(txn, dbi, MetaKey.format, MetaKey.formatValue)
+                    var one: [UInt8] = []
+                    KeyCodec.appendBigEndian(1, into: &one)
+                    try Environment.rawPut(txn, dbi, MetaKey.generation, one)
+                    try Environment.rawPut(txn, dbi, MetaKey.nextRowId, one)
+                } else {
+                    try checkFormat(txn, dbi)
+                }
+                return true
+            }
+        }
+        // Open the catalog's handle and every table's, in one transaction that commits them.
+        try withRawTransaction(readOnly: true) { txn in
+            var meta: MDB_dbi = 0
+            try LMDBErrors.check(mdb_dbi_open(txn, MetaKey.database, 0, &meta), "cannot open the catalog")
+            let catalog = try Environment.loadCatalog(txn, meta)
+            var handles: [String: MDB_dbi] = [MetaKey.database: meta]
+            for table in catalog.tables.values {
+                for name in table.databases {
+                    var dbi: MDB_dbi = 0
+                    try LMDBErrors.check(mdb_dbi_open(txn, name, 0, &dbi), "cannot open database '\(name)'")
+                    handles[name] = dbi
+                }
+            }
+            state.withLock {
+                $0.handles = handles
+                $0.catalog = catalog
+            }
+            return true
+        }
+    }
+
+    private func checkFormat(_ txn: OpaquePointer, _ meta: MDB_dbi) throws {
+        guard let value = try Environment.rawGet(txn, meta, MetaKey.format), value.count == MetaKey.magic.count + 8,
+            Array(value.prefix(MetaKey.magic.count)) == MetaKey.magic
+        else {
+            throw LocalStoreError(.notADatabase, "'\(path)' is an LMDB environment that LocalStore did not create")
+        }
+        let version = KeyCodec.readBigEndian(value[MetaKey.magic.count...])
+        guard version == UInt64(MetaKey.formatVersion) else {
+            throw LocalStoreError(
+                .versionMismatch, "'\(path)' was written in LocalStoreLMDB format \(version); this version reads format \(MetaKey.formatVersion)")
+        }
+    }
+
+    /// Runs `body` in a transaction of its own (no gate handling: the caller holds the gate);
+    /// commits when `body` returns `true`, aborts otherwise. Holds `handleLock` throughout.
+    private func withRawTransaction(readOnly: Bool, _ body: (OpaquePointer) throws -> Bool) throws {
+        try handleLock.withLock {
+            var handle: OpaquePointer?
+            try LMDBErrors.check(
+                mdb_txn_begin(env, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &handle), "cannot begin a transaction")
+            guard let txn = handle else { throw LocalStoreError(.internal, "mdb_txn_begin returned no transaction") }
+            var ended = false
+            defer { if !ended { mdb_txn_abort(txn) } }
+            if try body(txn) {
+                ended = true
+                try LMDBErrors.check(mdb_txn_commit(txn), "cannot commit")
+            }
+        }
+    }
+
+    // MARK: Raw access
+
+    static func rawGet(_ txn: OpaquePointer, _ dbi: MDB_dbi, _ key: [UInt8]) throws -> [UInt8]? {
+        try key.withUnsafeBytes { k in
+            var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+            var dv = MDB_val()
+            let rc = mdb_get(txn, dbi, &kv, &dv)
+            if rc == MDB_NOTFOUND { return nil }
+            try LMDBErrors.check(rc, "cannot read the catalog")
+            return Array(UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size))
+        }
+    }
+
+    static func rawPut(_ txn: OpaquePointer, _ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) throws {
+        try key.withUnsafeBytes { k in
+            try value.withUnsafeBytes { v in
+                var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+                var dv = MDB_val(mv_size: v.count, mv_data: UnsafeMutableRawPointer(mutating: v.baseAddress))
+                try LMDBErrors.check(mdb_put(txn, dbi, &kv, &dv, 0), "cannot write the catalog")
+            }
+        }
+    }
+
+    static func generation(_ txn: OpaquePointer, _ meta: MDB_dbi) throws -> UInt64 {
+        guard let g = try rawGet(txn, meta, MetaKey.generation), g.count == 8 else {
+            throw LMDBErrors.corrupt("the catalog has no generation")
+        }
+        return KeyCodec.readBigEndian(g[...])
+    }
+
+    /// Reads every table definition of the snapshot `txn`.
+    static func loadCatalog(_ txn: OpaquePointer, _ meta: MDB_dbi) throws -> Catalog {
+        let generation = try generation(txn, meta)
+        var tables: [String: TableDefinition] = [:]
+        var cursor: OpaquePointer?
+        try LMDBErrors.check(mdb_cursor_open(txn, meta, &cursor), "cannot read the catalog")
+        defer { mdb_cursor_close(cursor) }
+        let prefix = MetaKey.tablePrefix
+        try prefix.withUnsafeBytes { p in
+            var kv = MDB_val(mv_size: p.count, mv_data: UnsafeMutableRawPointer(mutating: p.baseAddress))
+            var dv = MDB_val()
+            var rc = mdb_cursor_get(cursor, &kv, &dv, MDB_SET_RANGE)
+            while rc == 0 {
+                let key = UnsafeRawBufferPointer(start: kv.mv_data, count: kv.mv_size)
+                guard key.starts(with: prefix) else { break }
+                let def = try TableDefinition.decode(UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size))
+                let folded = String(decoding: key.dropFirst(prefix.count), as: UTF8.self)
+                guard folded == Identifier.fold(def.schema.name) else {
+                    throw LMDBErrors.corrupt("the catalog entry '\(folded)' describes table '\(def.schema.name)'")
+                }
+                tables[folded] = def
+                rc = mdb_cursor_get(cursor, &kv, &dv, MDB_NEXT)
+            }
+            if rc != 0 && rc != MDB_NOTFOUND { try LMDBErrors.check(rc, "cannot read the catalog") }
+        }
+        return Catalog(generation: generation, tables: tables)
+    }
+
+    // MARK: Handles and catalog cache
+
+    func handle(_ name: String) -> MDB_dbi? { state.withLock { $0.handles[name] } }
+
+    /// The catalog of the snapshot `txn`, from the cache when its generation matches.
+    /// Throws ``MissingHandlesSignal`` when a table has no handle in this process yet.
+    func catalog(for txn: OpaquePointer) throws -> Catalog {
+        guard let meta = handle(MetaKey.database) else { throw LocalStoreError(.internal, "the catalog handle is not open") }
+        let generation = try Environment.generation(txn, meta)
+        if let cached = state.withLock({ $0.catalog }), cached.generation == generation { return cached }
+        let catalog = try Environment.loadCatalog(txn, meta)
+        let missing = state.withLock { s -> [String] in
+            let names = catalog.tables.values.flatMap(\.databases).filter { s.handles[$0] == nil }
+            if names.isEmpty, s.catalog.map({ $0.generation < generation }) ?? true { s.catalog = catalog }
+            return names
+        }
+        if !missing.isEmpty { throw MissingHandlesSignal(names: missing) }
+        return catalog
+    }
+
+    /// Opens handles for databases another process created. The caller holds the gate shared and
+    /// has no transaction.
+    func openHandles(_ names: [String]) throws {
+        try withRawTransaction(readOnly: true) { txn in
+            var opened: [String: MDB_dbi] = [:]
+            for name in names where handle(name) == nil {
+                var dbi: MDB_dbi = 0
+                try LMDBErrors.check(mdb_dbi_open(txn, name, 0, &dbi), "cannot open database '\(name)'")
+                opened[name] = dbi
+            }
+            state.withLock { s in s.handles.merge(opened) { old, _ in old } }
+            return true
+        }
+    }
+
+    /// Publishes handles and the catalog of a committed transaction.
+    func publish(handles: [String: MDB_dbi], catalog: Catalog?) {
+        state.withLock { s in
+            s.handles.merge(handles) { old, _ in old }
+            if let catalog, s.catalog.map({ $0.generation < catalog.generation }) ?? true { s.catalog = catalog }
+        }
+    }
+
+    // MARK: Map size
+
+    var mapSize: Int {
+        var info = MDB_envinfo()
+        mdb_env_info(env, &info)
+        return info.me_mapsize
+    }
+
+    /// Grows the map after `MDB_MAP_FULL` at `observed` bytes. The caller holds no transaction and
+    /// not the gate; this waits until no transaction of the process is active.
+    func growMap(from observed: Int) throws {
+        gate.lockExclusive()
+        defer { gate.unlockExclusive() }
+        guard isOpen else { throw LocalStoreError.closed() }
+        let current = mapSize
+        guard current <= observed else { return }  // another writer grew it already
+        let doubled = observed.multipliedReportingOverflow(by: 2)
+        guard !doubled.overflow else { throw LocalStoreError(.full, "the LMDB map cannot grow beyond \(observed) bytes") }
+        let target = Environment.roundedMapSize(max(doubled.partialValue, observed + (1 << 20)))
+        try LMDBErrors.check(mdb_env_set_mapsize(env, target), "cannot grow the LMDB map to \(target) bytes")
+    }
+
+    /// Adopts a map size another process set (`MDB_MAP_RESIZED`). Same locking as ``growMap(from:)``.
+    func adoptMapSize() throws {
+        gate.lockExclusive()
+        defer { gate.unlockExclusive() }
+        guard isOpen else { throw LocalStoreError.closed() }
+        try LMDBErrors.check(mdb_env_set_mapsize(env, 0), "cannot adopt the new map size")
+    }
+
+    /// Runs `body` with the raw environment while no map resize or close can happen.
+    func withEnvironment<R>(_ body: (OpaquePointer) throws -> R) throws -> R {
+        try writer.check()
+        gate.lockShared()
+        defer { gate.unlockShared() }
+        guard isOpen else { throw LocalStoreError.closed() }
+        return try body(env)
+    }
+
+    // MARK: Transactions
+
+    /// Begins a transaction. The caller holds the gate shared; on `MDB_MAP_RESIZED` the gate is
+    /// released while the new size is adopted and taken again.
+    func beginTransaction(readOnly: Bool) throws -> OpaquePointer {
+        while true {
+            guard isOpen else { throw LocalStoreError.closed() }
+            var handle: OpaquePointer?
+            let rc = mdb_txn_begin(env, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &handle)
+            if rc == MDB_MAP_RESIZED {
+                gate.unlockShared()
+                defer { gate.lockShared() }
+                try adoptMapSize()
+                continue
+            }
+            try LMDBErrors.check(rc, readOnly ? "cannot begin a read transaction" : "cannot begin a write transaction")
+            guard let txn = handle else { throw LocalStoreError(.internal, "mdb_txn_begin returned no transaction") }
+            return txn
+        }
+    }
+
+    /// Runs `body` in a read transaction (a consistent snapshot; never blocks on a writer).
+    func read<R>(_ body: (TxnContext) throws -> R) throws -> R {
+        try writer.check()
+        gate.lockShared()
+        defer { gate.unlockShared() }
+        while true {
+            let txn = try beginTransaction(readOnly: true)
+            let catalog: Catalog
+            do {
+                catalog = try self.catalog(for: txn)
+            } catch let missing as MissingHandlesSignal {
+                mdb_txn_abort(txn)
+                try openHandles(missing.names)
+                continue
+            } catch {
+                mdb_txn_abort(txn)
+                throw error
+            }
+            let context = TxnContext(environment: self, txn: txn, catalog: catalog, isWrite: false)
+            defer { context.end() }
+            return try body(context)
+        }
+    }
+
+    /// Runs `body` in the write transaction and commits; see ``TxnContext`` for map growth.
+    func write<R>(_ body: (TxnContext) throws -> R) throws -> R {
+        try writer.check()
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        writer.set()
+        defer { writer.clear() }
+        gate.lockShared()
+        defer { gate.unlockShared() }
+        var restarts = 0
+        while true {
+            let context = try beginWriteContext()
+            do {
+                let result = try body(context)
+                if context.needsRestart { throw RestartSignal() }
+                if let failure = context.failure { throw failure }
+                try context.commit()
+                return result
+            } catch {
+                let restart = context.needsRestart || error is RestartSignal
+                context.end()
+                if restart {
+                    restarts += 1
+                    if restarts > 100 {
+                        throw LocalStoreError(.busy, "another process kept writing while this transaction waited for the map to grow")
+                    }
+                    continue
+                }
+                // Internal signals never reach the caller (they are handled where they arise; this
+                // is a safety net).
+                if let full = error as? MapFullSignal {
+                    throw context.failure ?? LocalStoreError(.full, "the LMDB map is full at \(full.mapSize) bytes")
+                }
+                throw error
+            }
+        }
+    }
+
+    /// Begins a write transaction with a loaded catalog (caller holds the gate shared).
+    func beginWriteContext() throws -> TxnContext {
+        while true {
+            let txn = try beginTransaction(readOnly: false)
+            do {
+                let catalog = try self.catalog(for: txn)
+                return TxnContext(environment: self, txn: txn, catalog: catalog, isWrite: true)
+            } catch let missing as MissingHandlesSignal {
+                mdb_txn_abort(txn)
+                try openHandles(missing.names)
+            } catch {
+                mdb_txn_abort(txn)
+                throw error
+            }
+        }
+    }
+}

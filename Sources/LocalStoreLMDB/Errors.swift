@@ -1,0 +1,81 @@
+import CLMDB
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import LocalStore
+
+/// Thrown inside the backend when LMDB reports `MDB_MAP_FULL`: the transaction layer catches it,
+/// grows the map and replays. It never reaches a caller (the public entry points translate it).
+struct MapFullSignal: Error {
+    /// The map size in force when the write failed.
+    let mapSize: Int
+}
+
+/// Thrown when a map growth could not replay a transaction because another process committed in
+/// between: the `write {}` body must run again on the new state.
+struct RestartSignal: Error {}
+
+/// Thrown while loading the catalog when a table created by another process has no database
+/// handle in this process yet.
+struct MissingHandlesSignal: Error {
+    let names: [String]
+}
+
+enum LMDBErrors {
+    /// Maps an LMDB (or errno) return code to the store's error.
+    static func map(_ rc: Int32, _ what: String) -> LocalStoreError {
+        let text = String(cString: mdb_strerror(rc))
+        let message = "\(what): \(text) (LMDB \(rc))"
+        switch rc {
+        case MDB_INVALID:
+            return LocalStoreError(.notADatabase, message)
+        case MDB_VERSION_MISMATCH:
+            return LocalStoreError(.versionMismatch, message)
+        case MDB_CORRUPTED, MDB_PAGE_NOTFOUND, MDB_PANIC:
+            return LocalStoreError(.corrupt, message)
+        case MDB_MAP_FULL, MDB_DBS_FULL, MDB_TXN_FULL:
+            return LocalStoreError(.full, message)
+        case MDB_READERS_FULL:
+            return LocalStoreError(.readersFull, message)
+        case MDB_INCOMPATIBLE:
+            return LocalStoreError(.notADatabase, message)
+        case MDB_BAD_RSLOT, MDB_BAD_TXN:
+            return LocalStoreError(.misuse, message)
+        case ENOSPC, EDQUOT, ENOMEM, EFBIG:
+            return LocalStoreError(.full, message)
+        case EIO:
+            return LocalStoreError(.ioError, message)
+        case EACCES, EPERM, EROFS:
+            return LocalStoreError(.readOnly, message)
+        case EAGAIN, EBUSY:
+            return LocalStoreError(.busy, message)
+        case ENOTDIR, EISDIR:
+            return LocalStoreError(.notADatabase, message)
+        case ENOENT:
+            return LocalStoreError(.ioError, message)
+        default:
+            return LocalStoreError(.internal, message)
+        }
+    }
+
+    /// Throws the mapped error for a non-zero return code; `MDB_MAP_FULL` becomes ``MapFullSignal``
+    /// when `env` is given, so the caller can grow the map.
+    @inline(__always)
+    static func check(_ rc: Int32, _ what: @autoclosure () -> String, env: OpaquePointer? = nil) throws {
+        guard rc != 0 else { return }
+        if rc == MDB_MAP_FULL, let env {
+            var info = MDB_envinfo()
+            mdb_env_info(env, &info)
+            throw MapFullSignal(mapSize: info.me_mapsize)
+        }
+        throw map(rc, what())
+    }
+
+    static func corrupt(_ what: String, table: String? = nil) -> LocalStoreError {
+        LocalStoreError(.corrupt, "the store is damaged: \(what)", table: table)
+    }
+}

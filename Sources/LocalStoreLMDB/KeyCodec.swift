@@ -1,0 +1,227 @@
+import Foundation
+import LocalStore
+
+/// Order-preserving byte encodings for LMDB keys (see docs/lmdb.md, "Key encodings").
+///
+/// LMDB orders keys by `memcmp` (shorter first on a common prefix). Every encoding here is
+/// self-delimiting (no encoding is a proper prefix of another) and its byte order equals the
+/// order of `Collation.compare` on the values it encodes, so an index cursor walks rows in query
+/// order.
+enum KeyCodec {
+    /// Keys longer than this are stored as their first `prefixLimit` bytes followed by the row's
+    /// 8-byte row number (LMDB's default key limit is 511 bytes). A format constant: never change it.
+    static let prefixLimit = 480
+    /// The length of every truncated ("long") stored key.
+    static let longKeyLength = prefixLimit + 8
+
+    /// Component tags. Only one kind besides null ever occurs in one index component (a column
+    /// has one type), so the relative order of the kinds does not matter; null sorts first.
+    enum Tag {
+        static let null: UInt8 = 0x00
+        static let bool: UInt8 = 0x10
+        static let number: UInt8 = 0x20
+        static let date: UInt8 = 0x30
+        static let string: UInt8 = 0x40
+        static let binary: UInt8 = 0x50
+        static let json: UInt8 = 0x60
+        static let noCase: UInt8 = 0x70
+    }
+
+    // MARK: Scalars
+
+    @inline(__always)
+    static func appendBigEndian(_ v: UInt64, into out: inout [UInt8]) {
+        var x = v.bigEndian
+        withUnsafeBytes(of: &x) { out.append(contentsOf: $0) }
+    }
+
+    static func readBigEndian(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+        var v: UInt64 = 0
+        for b in bytes.prefix(8) { v = v << 8 | UInt64(b) }
+        return v
+    }
+
+    /// Int64 with the sign bit flipped, big-endian: byte order equals numeric order.
+    static func appendInt(_ i: Int64, into out: inout [UInt8]) {
+        appendBigEndian(UInt64(bitPattern: i) ^ (1 << 63), into: &out)
+    }
+
+    /// Doubles: positive numbers get the sign bit set, negative numbers have all bits inverted, so
+    /// byte order equals numeric order. -0.0 is encoded as +0.0 because the two compare equal.
+    static func appendDouble(_ d: Double, into out: inout [UInt8]) {
+        let bits = (d == 0 ? 0.0 : d).bitPattern
+        appendBigEndian(bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63), into: &out)
+    }
+
+    /// Bytes escaped so that byte order, including prefix order, is kept: 0x00 becomes 0x00 0xFF
+    /// and the end is 0x00 0x01.
+    static func appendEscaped<C: Collection>(_ bytes: C, terminated: Bool, into out: inout [UInt8]) where C.Element == UInt8 {
+        for b in bytes {
+            out.append(b)
+            if b == 0 { out.append(0xFF) }
+        }
+        if terminated {
+            out.append(0x00)
+            out.append(0x01)
+        }
+    }
+
+    /// SQLite's NOCASE order as bytes: the ASCII-lower-cased bytes up to the first NUL, then
+    /// `00 00` when the string has no NUL, or `00 01` and the 8-byte total length when it has one.
+    /// Equal exactly when `Collation.compareNoCase` says equal; ordered exactly like it.
+    static func appendNoCase(_ s: String, into out: inout [UInt8]) {
+        for b in s.utf8 {
+            if b == 0 {
+                out.append(0x00)
+                out.append(0x01)
+                appendBigEndian(UInt64(s.utf8.count), into: &out)
+                return
+            }
+            out.append(b >= 0x41 && b <= 0x5A ? b | 0x20 : b)
+        }
+        out.append(0x00)
+        out.append(0x00)
+    }
+
+    // MARK: Index components
+
+    /// Appends one value as an index component ordered like `Collation.compare` (case-sensitive).
+    ///
+    /// Integers and doubles use different encodings: a column holds only one of them (an `int`
+    /// written to a `double` column is stored as a double), and query bounds are converted to the
+    /// column's type by the planner.
+    static func appendComponent(_ v: Value, into out: inout [UInt8]) {
+        switch v {
+        case .null: out.append(Tag.null)
+        case .bool(let b):
+            out.append(Tag.bool)
+            out.append(b ? 1 : 0)
+        case .int(let i):
+            out.append(Tag.number)
+            appendInt(i, into: &out)
+        case .double(let d):
+            out.append(Tag.number)
+            appendDouble(d, into: &out)
+        case .date(let d):
+            out.append(Tag.date)
+            appendDouble(d.timeIntervalSinceReferenceDate, into: &out)
+        case .string(let s):
+            out.append(Tag.string)
+            appendEscaped(s.utf8, terminated: true, into: &out)
+        case .binary(let b):
+            out.append(Tag.binary)
+            appendEscaped(b, terminated: true, into: &out)
+        case .json:
+            // Json is not orderable; the index only separates null from non-null.
+            out.append(Tag.json)
+        }
+    }
+
+    /// Appends a string as a case-insensitive (NOCASE) component; null stays null.
+    static func appendNoCaseComponent(_ v: Value, into out: inout [UInt8]) {
+        if case .string(let s) = v {
+            out.append(Tag.noCase)
+            appendNoCase(s, into: &out)
+        } else {
+            out.append(Tag.null)
+        }
+    }
+
+    /// The length of the component starting at `offset` in `key`, or `nil` when the key ends
+    /// before the component does (a truncated long key).
+    static func componentLength(_ key: [UInt8], at offset: Int) -> Int? {
+        guard offset < key.count else { return nil }
+        let fixed: Int
+        switch key[offset] {
+        case Tag.null, Tag.json: fixed = 1
+        case Tag.bool: fixed = 2
+        case Tag.number, Tag.date: fixed = 9
+        case Tag.string, Tag.binary:
+            var i = offset + 1
+            while i + 1 < key.count {
+                if key[i] == 0 {
+                    if key[i + 1] == 0x01 { return i + 2 - offset }
+                    i += 2
+                } else {
+                    i += 1
+                }
+            }
+            return nil
+        case Tag.noCase:
+            var i = offset + 1
+            while i + 1 < key.count {
+                if key[i] == 0 {
+                    if key[i + 1] == 0x00 { return i + 2 - offset }
+                    return i + 10 <= key.count ? i + 10 - offset : nil
+                }
+                i += 1
+            }
+            return nil
+        default:
+            return nil
+        }
+        return offset + fixed <= key.count ? fixed : nil
+    }
+
+    // MARK: Ids and stored keys
+
+    /// The full primary-key encoding of an id: NOCASE bytes for a string id, the order-preserving
+    /// 8 bytes for an integer id.
+    static func idKey(_ id: Value) -> [UInt8] {
+        var out: [UInt8] = []
+        appendId(id, into: &out)
+        return out
+    }
+
+    static func appendId(_ id: Value, into out: inout [UInt8]) {
+        switch id {
+        case .int(let i): appendInt(i, into: &out)
+        case .string(let s): appendNoCase(s, into: &out)
+        default: appendComponent(id, into: &out)  // unreachable: ids are checked before
+        }
+    }
+
+    /// The key stored in LMDB for a full key: the key itself when it fits, otherwise its first
+    /// ``prefixLimit`` bytes and the row number (which keeps it unique).
+    static func storedKey(_ full: [UInt8], rowId: UInt64) -> [UInt8] {
+        if full.count <= prefixLimit { return full }
+        var out = Array(full[0..<prefixLimit])
+        appendBigEndian(rowId, into: &out)
+        return out
+    }
+
+    /// Whether a stored key is a truncated one.
+    @inline(__always) static func isLong(_ stored: [UInt8]) -> Bool { stored.count > prefixLimit }
+
+    /// The part of a stored key that carries order: the key without the row number of a long key.
+    static func orderedPart(_ stored: [UInt8]) -> ArraySlice<UInt8> {
+        stored.count > prefixLimit ? stored[0..<prefixLimit] : stored[...]
+    }
+
+    /// The smallest byte string greater than every string that starts with `p`, or `nil` when
+    /// there is none (`p` is empty or all 0xFF).
+    static func successor<C: Collection>(_ p: C) -> [UInt8]? where C.Element == UInt8 {
+        var q = Array(p)
+        while let last = q.last, last == 0xFF { q.removeLast() }
+        guard !q.isEmpty else { return nil }
+        q[q.count - 1] += 1
+        return q
+    }
+
+    /// Maps a bound on full keys to a bound on stored keys that keeps every row inside.
+    ///
+    /// Truncation is monotone, so `full >= lower` implies `stored >= lower[..<L]`, and
+    /// `full < upper` implies `stored < upper` (when `upper` fits) or `stored < succ(upper[..<L])`.
+    static func storedLower(_ lower: [UInt8]) -> [UInt8] {
+        lower.count > prefixLimit ? Array(lower[0..<prefixLimit]) : lower
+    }
+
+    static func storedUpper(_ upper: [UInt8]) -> [UInt8]? {
+        upper.count <= prefixLimit ? upper : successor(upper[0..<prefixLimit])
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// `memcmp` order with the shorter array first on a common prefix (LMDB's default key order).
+    @inline(__always) func precedes(_ other: [UInt8]) -> Bool { lexicographicallyPrecedes(other) }
+}

@@ -1,0 +1,398 @@
+import CLMDB
+import Foundation
+import LocalStore
+import Synchronization
+
+/// How an ``LMDBStore`` is opened.
+public struct LMDBStoreOptions: Sendable, Hashable {
+    /// How much a commit waits for the disk.
+    public enum Durability: Sendable, Hashable {
+        /// Every commit is flushed (data and meta page) before it returns: a committed write
+        /// survives a crash of the process *and* of the operating system. The default.
+        case synchronous
+        /// `MDB_NOMETASYNC`: data pages are flushed, the meta page is not. An operating-system
+        /// crash (or power loss) may lose the last committed transactions; the store stays intact.
+        /// A process crash loses nothing.
+        case noMetaSync
+        /// `MDB_NOSYNC`: nothing is flushed at commit; the operating system writes when it likes.
+        /// An operating-system crash may lose recent transactions and, on file systems that
+        /// reorder writes, damage the store. A process crash loses nothing. Call
+        /// ``LMDBStore/sync()`` at safe points to bound the risk (closing the last store on the
+        /// environment also flushes).
+        case noSync
+    }
+
+    /// How commits are flushed; ``Durability/synchronous`` unless you accept the documented risk.
+    public var durability: Durability
+    /// The map size the environment starts with, in bytes. Only a starting point: the map grows
+    /// on its own whenever it is full (you never need to choose a size). Reopening keeps the
+    /// grown size.
+    public var initialMapSize: Int
+    /// The most LMDB databases the environment may hold: one per table plus one per index (the
+    /// system tables take six). Exceeding it is a `full` error.
+    public var maximumDatabases: Int
+    /// The most read transactions that may be open at once across all processes (LMDB's reader
+    /// table); beyond it reads fail with `readersFull`.
+    public var maximumReaders: Int
+    /// The names of the system tables.
+    public var systemTableNames: SystemTableNames
+
+    /// Creates options; every parameter has a safe default.
+    public init(
+        durability: Durability = .synchronous, initialMapSize: Int = 16 << 20, maximumDatabases: Int = 1024,
+        maximumReaders: Int = 126, systemTableNames: SystemTableNames = .default
+    ) {
+        self.durability = durability
+        self.initialMapSize = initialMapSize
+        self.maximumDatabases = maximumDatabases
+        self.maximumReaders = maximumReaders
+        self.systemTableNames = systemTableNames
+    }
+}
+
+/// A persistent ``LocalStore`` on the system's LMDB (liblmdb): one LMDB environment (a directory)
+/// per store, one LMDB database per table and per index.
+///
+/// - Reads run in LMDB read transactions: a consistent snapshot, from any thread, never blocked by
+///   the writer and never blocking it.
+/// - ``write(_:)`` is one LMDB write transaction. Writers are serialised (also across processes).
+///   Calling the store itself from inside the body (instead of the transaction) is `misuse`.
+/// - The map grows by itself. When a write finds it full, the transaction is rolled back, the map
+///   doubled and the writes made so far are replayed; the body is not run again. Only when another
+///   *process* commits to the same store during that growth is the body run once more from the
+///   start (on the new state) — so a body should keep side effects outside the store idempotent,
+///   as with any retried transaction.
+/// - ``explain(_:)`` tells which plan a query gets.
+///
+/// Opening the same directory twice in one process shares one environment; its files are released
+/// when the last of those stores is closed.
+///
+/// ```swift
+/// let store = try LMDBStore(path: directory.appendingPathComponent("store.lmdb").path)
+/// try store.defineTable(TableSchema("TodoItem", ["id": .string, "text": .string, "done": .boolean], indexed: ["done"]))
+/// try store.upsert([["id": "1", "text": "Buy milk", "done": false]], into: "TodoItem")
+/// ```
+public final class LMDBStore: LocalStore {
+    /// The names of the system tables.
+    public let systemTableNames: SystemTableNames
+    /// The environment directory.
+    public let path: String
+    /// The options the store was opened with (for a shared environment, the first opener's
+    /// durability and limits apply).
+    public let options: LMDBStoreOptions
+    /// The stale reader slots (left by crashed processes) cleared when the store was opened.
+    public let clearedStaleReaders: Int
+
+    let environment: Environment
+    private let isClosed = Atomic<Bool>(false)
+
+    /// Opens (or creates) the store in the directory `path`.
+    ///
+    /// - Throws: `notADatabase` when `path` is a file, a directory holding other files, or an
+    ///   environment LocalStore did not write; `versionMismatch` for a store of another format or
+    ///   LMDB version; `corrupt` for a damaged one; `readOnly`/`ioError` when it cannot be created.
+    public init(path: String, options: LMDBStoreOptions = LMDBStoreOptions()) throws {
+        try options.systemTableNames.validate()
+        let (environment, cleared) = try Environment.acquire(path: path, options: options)
+        do {
+            try LMDBSystemTables.ensure(options.systemTableNames, in: environment)
+        } catch {
+            environment.release()
+            throw error
+        }
+        self.environment = environment
+        self.clearedStaleReaders = cleared
+        self.systemTableNames = options.systemTableNames
+        self.path = path
+        self.options = options
+    }
+
+    /// Opens (or creates) the store in the directory `path` with other system table names.
+    public convenience init(path: String, systemTableNames: SystemTableNames) throws {
+        try self.init(path: path, options: LMDBStoreOptions(systemTableNames: systemTableNames))
+    }
+
+    deinit {
+        if !isClosed.exchange(true, ordering: .acquiringAndReleasing) { environment.release() }
+    }
+
+    private func checkOpen() throws {
+        try environment.writer.check()
+        if isClosed.load(ordering: .acquiring) { throw LocalStoreError.closed() }
+    }
+
+    // MARK: LocalStore
+
+    /// Creates `schema`'s table, or adds its new columns and indexes to the existing one (new
+    /// indexes are built from the existing rows in the same transaction).
+    public func defineTable(_ schema: TableSchema) throws {
+        try checkOpen()
+        try schema.validate()
+        guard !systemTableNames.isReserved(schema.name) else {
+            throw LocalStoreError(.reservedName, "'\(schema.name)' is the name of a system table", table: schema.name)
+        }
+        try environment.write { try $0.perform(.define(schema, system: nil)) }
+    }
+
+    /// The definitions of all user tables, sorted by name.
+    public func tableSchemas() throws -> [TableSchema] {
+        try checkOpen()
+        return try environment.read { context in
+            context.catalog.tables.values.map(\.schema).filter { !systemTableNames.isReserved($0.name) }
+                .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        }
+    }
+
+    /// Closes the store. Once the last store of this process on the directory is closed, the
+    /// environment is closed (after in-flight reads finish) and its files are released.
+    public func close() throws {
+        try environment.writer.check()
+        if !isClosed.exchange(true, ordering: .acquiringAndReleasing) { environment.release() }
+    }
+
+    /// The definition of `table` (system tables included), or `nil`.
+    public func schema(of table: String) throws -> TableSchema? {
+        try checkOpen()
+        return try environment.read { $0.schema(of: table) }
+    }
+
+    /// The row of `table` whose id is `id` (NOCASE for string ids), or `nil`.
+    public func read(table: String, id: Value) throws -> Item? {
+        try checkOpen()
+        return try environment.read { try $0.read(table: table, id: id) }
+    }
+
+    /// The rows `query` selects, in one consistent snapshot; see ``explain(_:)`` for the plan.
+    public func read(_ query: Query) throws -> ReadResult {
+        try checkOpen()
+        return try environment.read { try $0.read(query) }
+    }
+
+    /// Inserts or updates `items` by id with merge semantics, all-or-nothing, in one transaction.
+    public func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
+        try checkOpen()
+        if items.isEmpty {
+            _ = try environment.read { try $0.table(table) }
+            return
+        }
+        try environment.write { try $0.perform(.upsert(items, table: table, options: options)) }
+    }
+
+    /// Deletes the rows with these ids (absent ones are ignored), in one transaction.
+    public func delete(ids: [Value], from table: String) throws {
+        try checkOpen()
+        if ids.isEmpty { return }
+        try environment.write { try $0.perform(.deleteIds(ids, table: table)) }
+    }
+
+    /// Deletes exactly the rows `query` returns, in one transaction.
+    public func delete(matching query: Query) throws {
+        try checkOpen()
+        try environment.write { try $0.perform(.deleteMatching(query)) }
+    }
+
+    /// Runs `body` in one LMDB write transaction: everything it writes through the transaction
+    /// commits together, or nothing does when it throws.
+    ///
+    /// Callers use `write(_:)`. The transaction may be used only on the calling thread and only during the call. If the map
+    /// has to grow, the writes made so far are replayed into a new transaction and `body` goes on;
+    /// only if another process commits during that growth is `body` run again from the start.
+    public func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        try checkOpen()
+        let names = systemTableNames
+        return try environment.write { context in
+            let tx = LMDBTransaction(context: context, systemTableNames: names)
+            defer { tx.isActive = false }
+            return try body(tx)
+        }
+    }
+
+    // MARK: LMDB specifics
+
+    /// Describes how `query` would be answered: `"primary key"` (id lookups), `"primary key
+    /// range"`, `"index <column>"` (`"index (a, b)"` for a composite index), `"ordered index
+    /// <column>"` / `"ordered primary key"` (a walk in sort order that stops after skip + top
+    /// rows), `"full scan"`, or `"empty"` (the predicate is always false).
+    public func explain(_ query: Query) throws -> String {
+        try checkOpen()
+        return try environment.read { try $0.explain(query) }
+    }
+
+    /// Writes a compacted copy of the store (free pages omitted) into the directory `path`, which
+    /// must not hold a store already. The copy is a consistent snapshot; writers are not blocked.
+    public func compact(to path: String) throws {
+        try checkOpen()
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else {
+                throw LocalStoreError(.invalidValue, "cannot compact into '\(path)': it is a file")
+            }
+            if FileManager.default.fileExists(atPath: path + "/data.mdb") {
+                throw LocalStoreError(.invalidValue, "cannot compact into '\(path)': it already holds a store")
+            }
+        } else {
+            do {
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            } catch {
+                throw LocalStoreError(.ioError, "cannot create '\(path)': \(error.localizedDescription)")
+            }
+        }
+        try environment.withEnvironment { env in
+            try LMDBErrors.check(mdb_env_copy2(env, path, UInt32(MDB_CP_COMPACT)), "cannot write a compacted copy to '\(path)'")
+        }
+    }
+
+    /// Flushes committed transactions to disk (useful with ``LMDBStoreOptions/Durability/noSync``
+    /// or ``LMDBStoreOptions/Durability/noMetaSync``).
+    public func sync() throws {
+        try checkOpen()
+        try environment.withEnvironment { env in
+            try LMDBErrors.check(mdb_env_sync(env, 1), "cannot flush the store")
+        }
+    }
+
+    /// Clears reader slots left by processes that died with a read transaction open and returns
+    /// how many were cleared (opening a store does this too; see ``clearedStaleReaders``).
+    public func clearStaleReaders() throws -> Int {
+        try checkOpen()
+        return try environment.withEnvironment { env in
+            var dead: Int32 = 0
+            try LMDBErrors.check(mdb_reader_check(env, &dead), "cannot check the reader table")
+            return Int(dead)
+        }
+    }
+
+    /// The process ids of the reader slots in use (live or stale), from LMDB's reader table.
+    func readerSlotProcesses() throws -> [Int32] {
+        try checkOpen()
+        return try environment.withEnvironment { env in
+            final class Lines { var text: [String] = [] }
+            let lines = Lines()
+            mdb_reader_list(
+                env,
+                { message, context in
+                    if let message, let context { Unmanaged<Lines>.fromOpaque(context).takeUnretainedValue().text.append(String(cString: message)) }
+                    return 0
+                }, Unmanaged.passUnretained(lines).toOpaque())
+            // Lines are "    pid     thread     txnid" (a header) and "<pid> <thread> <txnid>".
+            return lines.text.compactMap { line in
+                line.split(separator: " ").first.flatMap { Int32($0) }
+            }
+        }
+    }
+
+    /// The current size of the memory map in bytes (it grows on its own).
+    public func mapSize() throws -> Int {
+        try checkOpen()
+        return try environment.withEnvironment { _ in environment.mapSize }
+    }
+}
+
+/// The transaction handed to a ``LMDBStore/write(_:)`` body.
+final class LMDBTransaction: LocalStoreTransaction {
+    let context: TxnContext
+    let systemTableNames: SystemTableNames
+    /// Atomic: a misused transaction may be checked from another thread.
+    private let active = Atomic<Bool>(true)
+
+    init(context: TxnContext, systemTableNames: SystemTableNames) {
+        self.context = context
+        self.systemTableNames = systemTableNames
+    }
+
+    var isActive: Bool {
+        get { active.load(ordering: .acquiring) }
+        set { active.store(newValue, ordering: .releasing) }
+    }
+
+    private func check() throws -> TxnContext {
+        guard isActive else { throw LocalStoreError(.misuse, "a transaction was used after its write {} block ended") }
+        guard context.environment.writer.isCurrentThread else {
+            throw LocalStoreError(.misuse, "a transaction was used on another thread than the one running its write {} body")
+        }
+        if context.needsRestart { throw RestartSignal() }
+        if let failure = context.failure { throw failure }
+        return context
+    }
+
+    func schema(of table: String) throws -> TableSchema? { try check().schema(of: table) }
+
+    func read(table: String, id: Value) throws -> Item? { try check().read(table: table, id: id) }
+
+    func read(_ query: Query) throws -> ReadResult { try check().read(query) }
+
+    func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
+        try check().perform(.upsert(items, table: table, options: options))
+    }
+
+    func delete(ids: [Value], from table: String) throws {
+        let context = try check()
+        if ids.isEmpty { return }
+        try context.perform(.deleteIds(ids, table: table))
+    }
+
+    func delete(matching query: Query) throws { try check().perform(.deleteMatching(query)) }
+
+    func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        _ = try check()
+        return try body(self)
+    }
+}
+
+/// The system tables' definitions: the schemas of ``SystemTableNames`` plus their indexes.
+enum LMDBSystemTables {
+    static func definitions(_ names: SystemTableNames) -> [TableDefinition] {
+        func make(_ schema: TableSchema, flagged: String, _ components: [IndexDefinition.Component]) -> TableDefinition {
+            let flaggedSchema = TableSchema(
+                name: schema.name,
+                columns: schema.columns.map { Column($0.name, $0.type, indexed: $0.name == flagged) })
+            return TableDefinition(
+                schema: flaggedSchema, database: TableDefinition.databaseName(table: schema.name),
+                indexes: [
+                    IndexDefinition(
+                        database: TableDefinition.indexName(table: schema.name, components: components), components: components)
+                ])
+        }
+        return [
+            // Operations: (table, NOCASE itemId) answers pendingOperations(table:) and (table:itemId:).
+            make(names.operationsSchema, flagged: "table", [.init(column: 1, noCase: false), .init(column: 3, noCase: true)]),
+            // Errors: operationId.
+            make(names.errorsSchema, flagged: "operationId", [.init(column: 1, noCase: false)]),
+            // Config: (table, key, keyType) answers the delta-token lookups.
+            make(
+                names.configSchema, flagged: "table",
+                [.init(column: 1, noCase: false), .init(column: 2, noCase: false), .init(column: 3, noCase: false)]),
+        ]
+    }
+
+    /// Whether an existing table has every column of a system table, with the same types.
+    static func isCompatible(_ existing: TableSchema, _ system: TableSchema) -> Bool {
+        system.columns.allSatisfy { c in existing.column(named: c.name)?.type == c.type }
+            && existing.idType == system.idType
+    }
+
+    /// Creates the system tables that do not exist yet.
+    static func ensure(_ names: SystemTableNames, in environment: Environment) throws {
+        let definitions = definitions(names)
+        let missing = try environment.read { context -> Bool in
+            var missing = false
+            for def in definitions {
+                if let existing = context.catalog.table(def.schema.name) {
+                    guard isCompatible(existing.schema, def.schema) else {
+                        throw LocalStoreError(
+                            .schemaConflict,
+                            "table '\(existing.schema.name)' exists but does not have the columns of a system table",
+                            table: existing.schema.name)
+                    }
+                } else {
+                    missing = true
+                }
+            }
+            return missing
+        }
+        guard missing else { return }
+        try environment.write { context in
+            for def in definitions { try context.perform(.define(def.schema, system: def)) }
+        }
+    }
+}

@@ -1,0 +1,449 @@
+import CLMDB
+import Foundation
+import LocalStore
+
+/// A range of full keys: `lower <= key < upper`, `nil` meaning unbounded.
+struct KeyRange: Hashable {
+    var lower: [UInt8]?
+    var upper: [UInt8]?
+
+    static let all = KeyRange(lower: nil, upper: nil)
+
+    /// The same range over stored (possibly truncated) keys; it holds every row of this one.
+    var stored: KeyRange {
+        KeyRange(lower: lower.map(KeyCodec.storedLower), upper: upper.flatMap(KeyCodec.storedUpper))
+    }
+}
+
+/// Where a plan reads: the primary database (ordered by id) or an index.
+enum PlanSource {
+    case primary
+    case index(IndexDefinition)
+}
+
+/// How a query is answered. Every plan yields a superset of the matching rows (or, for `ordered`,
+/// the matching rows in query order); the shared evaluator then filters, orders, skips and cuts,
+/// so every plan returns exactly what `ResolvedQuery.select` over all rows returns.
+enum QueryPlan {
+    /// The predicate is always false.
+    case empty
+    /// `id ==` / `id IN`: direct lookups.
+    case ids([Value])
+    /// Key ranges of an index (or of the primary database).
+    case ranges(PlanSource, [KeyRange])
+    /// One range walked in the order of the first sort key, stopping once skip + top rows are out.
+    case ordered(PlanSource, KeyRange, descending: Bool)
+    /// Every row.
+    case scan
+
+    func description(table: TableDefinition) -> String {
+        switch self {
+        case .empty: return "empty"
+        case .ids: return "primary key"
+        case .ranges(.primary, _): return "primary key range"
+        case .ranges(.index(let i), _): return "index \(i.description(schema: table.schema))"
+        case .ordered(.primary, _, _): return "ordered primary key"
+        case .ordered(.index(let i), _, _): return "ordered index \(i.description(schema: table.schema))"
+        case .scan: return "full scan"
+        }
+    }
+}
+
+/// Chooses a ``QueryPlan`` from the conjuncts of a resolved predicate.
+struct QueryPlanner {
+    let table: TableDefinition
+    let query: ResolvedQuery
+
+    var schema: TableSchema { table.schema }
+
+    /// The most Cartesian-product ranges a composite index lookup may expand to.
+    static let maximumRanges = 1024
+
+    static func conjuncts(_ p: ResolvedPredicate) -> [ResolvedPredicate] {
+        switch p {
+        case .and(let ps): return ps.flatMap(conjuncts)
+        case .constant(true): return []
+        default: return [p]
+        }
+    }
+
+    func plan() -> QueryPlan {
+        let parts = QueryPlanner.conjuncts(query.predicate)
+        if parts.contains(where: { if case .constant(false) = $0 { return true } else { return false } }) { return .empty }
+        let idIndex = schema.idIndex
+        let idType = schema.idType
+        let idLiteralKind: (Value) -> Bool = { v in
+            switch (idType, v) {
+            case (.string, .string), (.integer, .int): return true
+            default: return false
+            }
+        }
+        // 1. Point lookups by id.
+        for p in parts {
+            switch p {
+            case .compare(.column(let n, _, _), .equal, .literal(let v, _), _) where n == idIndex && idLiteralKind(v):
+                return .ids([v])
+            case .compare(.literal(let v, _), .equal, .column(let n, _, _), _) where n == idIndex && idLiteralKind(v):
+                return .ids([v])
+            case .in(.column(let n, _, _), let vs, _) where n == idIndex && vs.allSatisfy(idLiteralKind):
+                return .ids(vs)
+            default: continue
+            }
+        }
+        // 2. Key ranges: the index (or primary) with the best constraint.
+        var best: (source: PlanSource, ranges: [KeyRange], score: Int, firstColumnRangeOnly: Bool)?
+        for index in table.indexes {
+            if let c = candidate(index: index, parts: parts), c.score > (best?.score ?? 0) {
+                best = (.index(index), c.ranges, c.score, c.equalities == 0)
+            }
+        }
+        if let c = primaryCandidate(parts), c.score > (best?.score ?? 0) {
+            best = (.primary, c.ranges, c.score, true)
+        }
+        let sortFirst = query.sort.first
+        let canOrder = query.top != nil && !query.includeTotalCount
+        if let best {
+            if canOrder, best.ranges.count == 1, best.firstColumnRangeOnly, let first = sortFirst,
+                orderColumn(best.source) == first.column
+            {
+                return .ordered(best.source, best.ranges[0], descending: first.descending)
+            }
+            return .ranges(best.source, best.ranges)
+        }
+        // 3. An ordered walk over the first sort key's index.
+        if canOrder, let first = sortFirst {
+            if first.column == idIndex { return .ordered(.primary, .all, descending: first.descending) }
+            if let index = table.indexes.first(where: { $0.components[0] == .init(column: first.column, noCase: false) }) {
+                return .ordered(.index(index), .all, descending: first.descending)
+            }
+        }
+        return .scan
+    }
+
+    /// The column a source is ordered by first (for a NOCASE component: none usable for sorting).
+    private func orderColumn(_ source: PlanSource) -> Int? {
+        switch source {
+        case .primary: return schema.idIndex
+        case .index(let i): return i.components[0].noCase ? nil : i.components[0].column
+        }
+    }
+
+    // MARK: Constraints on one component
+
+    /// How a component's values are encoded.
+    enum Mode {
+        /// An index component: tag + order-preserving encoding.
+        case value
+        /// An index component holding the NOCASE form of a string.
+        case noCase
+        /// The primary key: the bare id encoding.
+        case primary
+    }
+
+    /// What the conjuncts say about one component: exact values (a point per value), or ranges.
+    struct Constraint {
+        var points: [[UInt8]]?
+        var ranges: [KeyRange]
+    }
+
+    private func encode(_ v: Value, _ mode: Mode) -> [UInt8] {
+        var out: [UInt8] = []
+        switch mode {
+        case .value: KeyCodec.appendComponent(v, into: &out)
+        case .noCase: KeyCodec.appendNoCaseComponent(v, into: &out)
+        case .primary: KeyCodec.appendId(v, into: &out)
+        }
+        return out
+    }
+
+    /// A literal compared with a column, converted to the column's encoding space: `.exact` when
+    /// the comparison is the same as comparing encodings, `.between` (inclusive integers) for a
+    /// double compared with an integer column (`Double(x)` rounds, so a margin is added).
+    private enum Bound {
+        case exact(Value)
+        case between(Int64, Int64)
+    }
+
+    private func bound(_ v: Value, column type: ColumnType) -> Bound {
+        switch (type, v) {
+        case (.double, .int(let i)): return .exact(.double(Double(i)))
+        case (.integer, .double(let d)):
+            // |Double(x) - x| <= 512 for every Int64, so a margin of 2048 keeps every candidate.
+            func clamp(_ x: Double) -> Int64 {
+                if x <= -9.2e18 { return .min }
+                if x >= 9.2e18 { return .max }
+                return Int64(x)
+            }
+            let low = clamp(d.rounded(.down)).subtractingReportingOverflow(2048)
+            let high = clamp(d.rounded(.up)).addingReportingOverflow(2048)
+            return .between(low.overflow ? .min : low.partialValue, high.overflow ? .max : high.partialValue)
+        default: return .exact(v)
+        }
+    }
+
+    /// The range of a comparison `column op v`, or `nil` when it gives no usable range.
+    private func range(_ op: QueryPredicate.ComparisonOperator, _ v: Value, type: ColumnType, mode: Mode) -> Constraint? {
+        let nonNull: [UInt8]? = mode == .primary ? nil : [KeyCodec.Tag.null + 1]
+        switch bound(v, column: type) {
+        case .exact(let e):
+            let key = encode(e, mode)
+            switch op {
+            case .equal: return Constraint(points: [key], ranges: [KeyRange(lower: key, upper: KeyCodec.successor(key))])
+            case .less: return Constraint(points: nil, ranges: [KeyRange(lower: nonNull, upper: key)])
+            case .lessOrEqual: return Constraint(points: nil, ranges: [KeyRange(lower: nonNull, upper: KeyCodec.successor(key))])
+            case .greater: return Constraint(points: nil, ranges: [KeyRange(lower: KeyCodec.successor(key), upper: nil)])
+            case .greaterOrEqual: return Constraint(points: nil, ranges: [KeyRange(lower: key, upper: nil)])
+            case .notEqual: return nil
+            }
+        case .between(let lo, let hi):
+            let low = encode(.int(lo), mode)
+            let high = KeyCodec.successor(encode(.int(hi), mode))
+            switch op {
+            case .equal: return Constraint(points: nil, ranges: [KeyRange(lower: low, upper: high)])
+            case .less, .lessOrEqual: return Constraint(points: nil, ranges: [KeyRange(lower: nonNull, upper: high)])
+            case .greater, .greaterOrEqual: return Constraint(points: nil, ranges: [KeyRange(lower: low, upper: nil)])
+            case .notEqual: return nil
+            }
+        }
+    }
+
+    private static func flipped(_ op: QueryPredicate.ComparisonOperator) -> QueryPredicate.ComparisonOperator {
+        switch op {
+        case .less: return .greater
+        case .lessOrEqual: return .greaterOrEqual
+        case .greater: return .less
+        case .greaterOrEqual: return .lessOrEqual
+        default: return op
+        }
+    }
+
+    /// The constraint conjunct `p` puts on column `n` encoded in `mode`, if any.
+    private func constraint(_ p: ResolvedPredicate, column n: Int, mode: Mode) -> Constraint? {
+        let type = schema.columns[n].type
+        // Case-insensitive comparisons can use only NOCASE-ordered keys (the primary key of a
+        // string id, or a NOCASE component for equality).
+        switch p {
+        case .compare(.column(let c, _, _), let op, .literal(let v, _), let noCase) where c == n:
+            return comparison(op, v, noCase: noCase, type: type, mode: mode)
+        case .compare(.literal(let v, _), let op, .column(let c, _, _), let noCase) where c == n:
+            return comparison(QueryPlanner.flipped(op), v, noCase: noCase, type: type, mode: mode)
+        case .in(.column(let c, _, _), let vs, let noCase) where c == n:
+            if mode == .value && noCase { return nil }
+            var points: [[UInt8]]? = []
+            var ranges: [KeyRange] = []
+            for v in vs {
+                guard let r = comparison(.equal, v, noCase: noCase, type: type, mode: mode) else { return nil }
+                if let p = r.points { points?.append(contentsOf: p) } else { points = nil }
+                ranges.append(contentsOf: r.ranges)
+            }
+            return Constraint(points: points, ranges: ranges)
+        case .isNull(.column(let c, _, _)) where c == n && mode != .primary:
+            let key: [UInt8] = [KeyCodec.Tag.null]
+            return Constraint(points: [key], ranges: [KeyRange(lower: key, upper: KeyCodec.successor(key))])
+        case .string(.startsWith, .column(let c, _, _), .literal(.string(let prefix), _), let noCase) where c == n:
+            switch mode {
+            case .value:
+                guard !noCase, type == .string else { return nil }
+                var key: [UInt8] = [KeyCodec.Tag.string]
+                KeyCodec.appendEscaped(prefix.utf8, terminated: false, into: &key)
+                return Constraint(points: nil, ranges: [KeyRange(lower: key, upper: KeyCodec.successor(key))])
+            case .primary:
+                // NOCASE keys hold the folded bytes up to the first NUL: the folded prefix up to
+                // its first NUL bounds every id that starts with the pattern.
+                guard type == .string else { return nil }
+                let folded = Array(ASCII.lowercased(prefix).utf8.prefix { $0 != 0 })
+                guard !folded.isEmpty else { return nil }
+                return Constraint(points: nil, ranges: [KeyRange(lower: folded, upper: KeyCodec.successor(folded))])
+            case .noCase:
+                return nil
+            }
+        default:
+            return nil
+        }
+    }
+
+    private func comparison(
+        _ op: QueryPredicate.ComparisonOperator, _ v: Value, noCase: Bool, type: ColumnType, mode: Mode
+    ) -> Constraint? {
+        switch mode {
+        case .value:
+            // A byte-ordered component answers only case-sensitive comparisons.
+            if noCase { return nil }
+            return range(op, v, type: type, mode: mode)
+        case .noCase:
+            // NOCASE keys answer equality, case-sensitive or not (a superset for the former).
+            guard op == .equal, case .string = v else { return nil }
+            return range(.equal, v, type: type, mode: mode)
+        case .primary:
+            // String ids always compare with NOCASE, which is the primary key's order.
+            return range(op, v, type: type, mode: mode)
+        }
+    }
+
+    /// Combines the constraints on one component: exact points win; otherwise single ranges are
+    /// intersected.
+    private func combined(_ parts: [ResolvedPredicate], column n: Int, mode: Mode) -> Constraint? {
+        let found = parts.compactMap { constraint($0, column: n, mode: mode) }
+        if let points = found.first(where: { $0.points != nil }) { return points }
+        let singles = found.filter { $0.ranges.count == 1 }
+        guard !singles.isEmpty else { return found.first }
+        var lower: [UInt8]? = nil
+        var upper: [UInt8]? = nil
+        for c in singles {
+            if let l = c.ranges[0].lower, lower.map({ $0.lexicographicallyPrecedes(l) }) ?? true { lower = l }
+            if let u = c.ranges[0].upper, upper.map({ u.lexicographicallyPrecedes($0) }) ?? true { upper = u }
+        }
+        return Constraint(points: nil, ranges: [KeyRange(lower: lower, upper: upper)])
+    }
+
+    private struct Candidate {
+        var ranges: [KeyRange]
+        var equalities: Int
+        var score: Int
+    }
+
+    /// The ranges of `index` the conjuncts allow: equalities on a prefix of its components, then
+    /// one constraint on the next component.
+    private func candidate(index: IndexDefinition, parts: [ResolvedPredicate]) -> Candidate? {
+        var prefixes: [[UInt8]] = [[]]
+        var equalities = 0
+        for component in index.components {
+            let mode: Mode = component.noCase ? .noCase : .value
+            guard let c = combined(parts, column: component.column, mode: mode) else { break }
+            if let points = c.points, prefixes.count * points.count <= QueryPlanner.maximumRanges {
+                prefixes = prefixes.flatMap { p in points.map { p + $0 } }
+                equalities += 1
+                continue
+            }
+            guard prefixes.count * c.ranges.count <= QueryPlanner.maximumRanges else { break }
+            let ranges = prefixes.flatMap { p in
+                c.ranges.map { r in
+                    KeyRange(lower: p + (r.lower ?? []), upper: r.upper.map { p + $0 } ?? KeyCodec.successor(p))
+                }
+            }
+            return Candidate(ranges: ranges, equalities: equalities, score: equalities * 2 + 1)
+        }
+        guard equalities > 0 else { return nil }
+        return Candidate(
+            ranges: prefixes.map { KeyRange(lower: $0, upper: KeyCodec.successor($0)) }, equalities: equalities,
+            score: equalities * 2)
+    }
+
+    private func primaryCandidate(_ parts: [ResolvedPredicate]) -> Candidate? {
+        guard let c = combined(parts, column: schema.idIndex, mode: .primary) else { return nil }
+        return Candidate(ranges: c.ranges, equalities: 0, score: 1)
+    }
+}
+
+/// Runs a plan inside a transaction.
+struct QueryRunner {
+    let context: TxnContext
+    let table: TableDefinition
+    let query: ResolvedQuery
+
+    var schema: TableSchema { table.schema }
+
+    /// The rows the query returns (not projected) and the number of matches (meaningful when the
+    /// query asks for the count).
+    func run() throws -> (rows: [[Value]], count: Int) {
+        let plan = QueryPlanner(table: table, query: query).plan()
+        let primary = try context.handle(table.database)
+        switch plan {
+        case .empty:
+            return ([], 0)
+        case .ids(let ids):
+            var seen = Set<[UInt8]>()
+            var rows: [[Value]] = []
+            for id in ids where seen.insert(KeyCodec.idKey(id)).inserted {
+                if let found = try context.findRow(table, id: id) { rows.append(found.row) }
+            }
+            return query.select(rows)
+        case .ranges(.primary, let ranges):
+            var seen = Set<[UInt8]>()
+            var rows: [[Value]] = []
+            for r in ranges {
+                let s = r.stored
+                try context.walk(primary, lower: s.lower, upper: s.upper, descending: false) { key, value in
+                    if seen.insert(key).inserted { rows.append(try RecordCodec.decode(value, schema: schema).row) }
+                    return true
+                }
+            }
+            return query.select(rows)
+        case .ranges(.index(let index), let ranges):
+            let dbi = try context.handle(index.database)
+            var seen = Set<[UInt8]>()
+            var keys: [[UInt8]] = []
+            for r in ranges {
+                let s = r.stored
+                try context.walk(dbi, lower: s.lower, upper: s.upper, descending: false) { _, value in
+                    let key = Array(value)
+                    if seen.insert(key).inserted { keys.append(key) }
+                    return true
+                }
+            }
+            let rows = try keys.map { try context.row(table, storedKey: $0, dbi: primary) }
+            return query.select(rows)
+        case .ordered(let source, let range, let descending):
+            return try ordered(source, range, descending: descending, primary: primary)
+        case .scan:
+            return try context.withAllRows(table) { query.select($0) }
+        }
+    }
+
+
+    /// Walks `range` of `source` in the order of the first sort key, one group of equal first-key
+    /// values at a time; each group is sorted by the full order (later keys, then id) and the walk
+    /// stops once skip + top rows are out. Truncated long keys can put different values in one
+    /// group (their order within the group is restored by the sort), never out of group order.
+    private func ordered(_ source: PlanSource, _ range: KeyRange, descending: Bool, primary: MDB_dbi) throws
+        -> (rows: [[Value]], count: Int)
+    {
+        guard let top = query.top else { return try context.withAllRows(table) { query.select($0) } }
+        let wanted = query.skip.addingReportingOverflow(top)
+        if wanted.overflow { return try context.withAllRows(table) { query.select($0) } }
+        if wanted.partialValue == 0 { return ([], 0) }
+        var out: [[Value]] = []
+        var group: [[Value]] = []
+        var groupKey: ArraySlice<UInt8>? = nil
+        func flush() {
+            group.sort { query.compareRows($0, $1) < 0 }
+            out.append(contentsOf: group)
+            group.removeAll(keepingCapacity: true)
+        }
+        let s = range.stored
+        switch source {
+        case .primary:
+            try context.walk(primary, lower: s.lower, upper: s.upper, descending: descending) { key, value in
+                let g = KeyCodec.orderedPart(key)
+                if let current = groupKey, current != g {
+                    flush()
+                    if out.count >= wanted.partialValue { return false }
+                }
+                groupKey = g
+                let row = try RecordCodec.decode(value, schema: schema).row
+                if query.predicate.matches(row) { group.append(row) }
+                return true
+            }
+        case .index(let index):
+            let dbi = try context.handle(index.database)
+            try context.walk(dbi, lower: s.lower, upper: s.upper, descending: descending) { key, value in
+                let g: ArraySlice<UInt8>
+                if let n = KeyCodec.componentLength(key, at: 0), n <= KeyCodec.prefixLimit {
+                    g = key[0..<n]
+                } else {
+                    g = KeyCodec.orderedPart(key)
+                }
+                if let current = groupKey, current != g {
+                    flush()
+                    if out.count >= wanted.partialValue { return false }
+                }
+                groupKey = g
+                let row = try context.row(table, storedKey: Array(value), dbi: primary)
+                if query.predicate.matches(row) { group.append(row) }
+                return true
+            }
+        }
+        flush()
+        return (Array(out.dropFirst(query.skip).prefix(top)), out.count)
+    }
+}

@@ -1,0 +1,297 @@
+import Foundation
+import LocalStore
+
+/// The binary record format (see docs/lmdb.md, "Record format").
+///
+/// ```
+/// record  := version(0x01) varint(rowId) varint(columnCount) value*
+/// value   := 0x00 null | 0x01 false | 0x02 true | 0x03 zigzag-varint int
+///          | 0x04 double(8 bytes, bit pattern, little-endian)
+///          | 0x05 varint(length) utf8 | 0x06 date(8 bytes: timeIntervalSinceReferenceDate bits)
+///          | 0x07 varint(length) bytes | 0x08 json
+/// json    := 0x00 null | 0x01 false | 0x02 true | 0x03 zigzag-varint | 0x04 double(8)
+///          | 0x05 varint(length) utf8 | 0x06 varint(count) json* | 0x07 varint(count) (varint(length) utf8 json)*
+/// ```
+///
+/// Columns are stored by position (columns are only ever appended, so positions are stable); a
+/// record shorter than the schema reads null for the missing columns. The decoder checks every
+/// length against the bytes left and every value against its column's type, and throws `corrupt`
+/// on anything else: it never traps on arbitrary input.
+enum RecordCodec {
+    static let version: UInt8 = 1
+    /// The deepest json nesting stored (the same limit as the core's JSON parser).
+    static let maximumJSONDepth = 512
+
+    enum Tag {
+        static let null: UInt8 = 0
+        static let `false`: UInt8 = 1
+        static let `true`: UInt8 = 2
+        static let int: UInt8 = 3
+        static let double: UInt8 = 4
+        static let string: UInt8 = 5
+        static let date: UInt8 = 6
+        static let binary: UInt8 = 7
+        static let json: UInt8 = 8
+        static let jsonArray: UInt8 = 6
+        static let jsonObject: UInt8 = 7
+    }
+
+    // MARK: Encoding
+
+    static func encode(_ row: [Value], rowId: UInt64) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(16 + row.count * 8)
+        out.append(version)
+        appendVarint(rowId, into: &out)
+        appendVarint(UInt64(row.count), into: &out)
+        for v in row { appendValue(v, into: &out) }
+        return out
+    }
+
+    static func appendVarint(_ v: UInt64, into out: inout [UInt8]) {
+        var x = v
+        while x >= 0x80 {
+            out.append(UInt8(truncatingIfNeeded: x) | 0x80)
+            x >>= 7
+        }
+        out.append(UInt8(x))
+    }
+
+    @inline(__always) static func zigzag(_ i: Int64) -> UInt64 { UInt64(bitPattern: (i << 1) ^ (i >> 63)) }
+    @inline(__always) static func unzigzag(_ u: UInt64) -> Int64 { Int64(bitPattern: u >> 1) ^ -Int64(bitPattern: u & 1) }
+
+    static func appendFixed(_ v: UInt64, into out: inout [UInt8]) {
+        var x = v.littleEndian
+        withUnsafeBytes(of: &x) { out.append(contentsOf: $0) }
+    }
+
+    static func appendBytes<C: Collection>(_ bytes: C, into out: inout [UInt8]) where C.Element == UInt8 {
+        appendVarint(UInt64(bytes.count), into: &out)
+        out.append(contentsOf: bytes)
+    }
+
+    static func appendValue(_ v: Value, into out: inout [UInt8]) {
+        switch v {
+        case .null: out.append(Tag.null)
+        case .bool(let b): out.append(b ? Tag.true : Tag.false)
+        case .int(let i):
+            out.append(Tag.int)
+            appendVarint(zigzag(i), into: &out)
+        case .double(let d):
+            out.append(Tag.double)
+            appendFixed(d.bitPattern, into: &out)
+        case .string(let s):
+            out.append(Tag.string)
+            appendBytes(s.utf8, into: &out)
+        case .date(let d):
+            out.append(Tag.date)
+            appendFixed(d.timeIntervalSinceReferenceDate.bitPattern, into: &out)
+        case .binary(let b):
+            out.append(Tag.binary)
+            appendBytes(b, into: &out)
+        case .json(let j):
+            out.append(Tag.json)
+            appendJSON(j, into: &out)
+        }
+    }
+
+    static func appendJSON(_ j: JSON, into out: inout [UInt8]) {
+        switch j {
+        case .null: out.append(Tag.null)
+        case .bool(let b): out.append(b ? Tag.true : Tag.false)
+        case .int(let i):
+            out.append(Tag.int)
+            appendVarint(zigzag(i), into: &out)
+        case .double(let d):
+            out.append(Tag.double)
+            appendFixed(d.bitPattern, into: &out)
+        case .string(let s):
+            out.append(Tag.string)
+            appendBytes(s.utf8, into: &out)
+        case .array(let a):
+            out.append(Tag.jsonArray)
+            appendVarint(UInt64(a.count), into: &out)
+            for e in a { appendJSON(e, into: &out) }
+        case .object(let o):
+            out.append(Tag.jsonObject)
+            appendVarint(UInt64(o.count), into: &out)
+            // Sorted keys: equal documents give equal bytes.
+            for key in o.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+                appendBytes(key.utf8, into: &out)
+                appendJSON(o[key] ?? .null, into: &out)
+            }
+        }
+    }
+
+    /// The nesting depth of arrays and objects in `j` (0 for a scalar), stopping early past `limit`.
+    static func depth(_ j: JSON, limit: Int = maximumJSONDepth) -> Int {
+        switch j {
+        case .array(let a):
+            if limit <= 0 { return 1 }
+            return 1 + (a.lazy.map { depth($0, limit: limit - 1) }.max() ?? 0)
+        case .object(let o):
+            if limit <= 0 { return 1 }
+            return 1 + (o.values.lazy.map { depth($0, limit: limit - 1) }.max() ?? 0)
+        default: return 0
+        }
+    }
+
+    // MARK: Decoding
+
+    /// A decoded record: the row (padded with nulls to the schema's width) and its row number.
+    struct Decoded {
+        var row: [Value]
+        var rowId: UInt64
+    }
+
+    static func decode(_ bytes: UnsafeRawBufferPointer, schema: TableSchema) throws -> Decoded {
+        var r = ByteReader(bytes)
+        do {
+            guard try r.byte() == version else { throw ByteReader.Failure("unknown record version") }
+            let rowId = try r.varint()
+            let count = try r.varint()
+            let width = schema.columns.count
+            guard count <= UInt64(width) else { throw ByteReader.Failure("record has \(count) columns, the table \(width)") }
+            var row: [Value] = []
+            row.reserveCapacity(width)
+            for n in 0..<Int(count) {
+                let v = try r.value()
+                guard schema.columns[n].type.accepts(v) else {
+                    throw ByteReader.Failure("column '\(schema.columns[n].name)' holds a \(v.kindName)")
+                }
+                if case .double(let d) = v, !d.isFinite {
+                    throw ByteReader.Failure("column '\(schema.columns[n].name)' holds a non-finite number")
+                }
+                if case .int = v, schema.columns[n].type == .double {
+                    throw ByteReader.Failure("double column '\(schema.columns[n].name)' holds an int")
+                }
+                row.append(v)
+            }
+            guard r.isAtEnd else { throw ByteReader.Failure("trailing bytes") }
+            while row.count < width { row.append(.null) }
+            let id = row[schema.idIndex]
+            guard !id.isNull else { throw ByteReader.Failure("record without id") }
+            return Decoded(row: row, rowId: rowId)
+        } catch let f as ByteReader.Failure {
+            throw LMDBErrors.corrupt("a record of table '\(schema.name)' is malformed (\(f.what) at byte \(r.offset))", table: schema.name)
+        }
+    }
+
+    static func decode(_ bytes: [UInt8], schema: TableSchema) throws -> Decoded {
+        try bytes.withUnsafeBytes { try decode($0, schema: schema) }
+    }
+}
+
+/// A bounds-checked reader over untrusted bytes.
+struct ByteReader {
+    struct Failure: Error {
+        let what: String
+        init(_ what: String) { self.what = what }
+    }
+
+    let bytes: UnsafeRawBufferPointer
+    private(set) var offset = 0
+
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    var isAtEnd: Bool { offset == bytes.count }
+    var remaining: Int { bytes.count - offset }
+
+    mutating func byte() throws -> UInt8 {
+        guard offset < bytes.count else { throw Failure("unexpected end") }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    mutating func varint() throws -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let b = try byte()
+            if shift == 63 && b > 1 { throw Failure("varint overflows 64 bits") }
+            result |= UInt64(b & 0x7F) << shift
+            if b & 0x80 == 0 { return result }
+            shift += 7
+            if shift > 63 { throw Failure("varint too long") }
+        }
+    }
+
+    mutating func fixed64() throws -> UInt64 {
+        guard remaining >= 8 else { throw Failure("unexpected end") }
+        var v: UInt64 = 0
+        for k in 0..<8 { v |= UInt64(bytes[offset + k]) << (8 * UInt64(k)) }
+        offset += 8
+        return v
+    }
+
+    mutating func length() throws -> Int {
+        let n = try varint()
+        guard n <= UInt64(remaining) else { throw Failure("length \(n) beyond the end") }
+        return Int(n)
+    }
+
+    mutating func rawBytes(_ n: Int) -> UnsafeRawBufferPointer {
+        defer { offset += n }
+        return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + n)])
+    }
+
+    mutating func string() throws -> String {
+        let n = try length()
+        let raw = rawBytes(n)
+        guard let s = String(validating: raw, as: UTF8.self) else { throw Failure("invalid UTF-8") }
+        return s
+    }
+
+    mutating func value() throws -> Value {
+        switch try byte() {
+        case RecordCodec.Tag.null: return .null
+        case RecordCodec.Tag.false: return .bool(false)
+        case RecordCodec.Tag.true: return .bool(true)
+        case RecordCodec.Tag.int: return .int(RecordCodec.unzigzag(try varint()))
+        case RecordCodec.Tag.double: return .double(Double(bitPattern: try fixed64()))
+        case RecordCodec.Tag.string: return .string(try string())
+        case RecordCodec.Tag.date:
+            return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try fixed64())))
+        case RecordCodec.Tag.binary:
+            let n = try length()
+            return .binary(Array(rawBytes(n)))
+        case RecordCodec.Tag.json: return .json(try json(depth: 0))
+        case let t: throw Failure("unknown value tag \(t)")
+        }
+    }
+
+    mutating func json(depth: Int) throws -> JSON {
+        switch try byte() {
+        case RecordCodec.Tag.null: return .null
+        case RecordCodec.Tag.false: return .bool(false)
+        case RecordCodec.Tag.true: return .bool(true)
+        case RecordCodec.Tag.int: return .int(RecordCodec.unzigzag(try varint()))
+        case RecordCodec.Tag.double:
+            let d = Double(bitPattern: try fixed64())
+            guard d.isFinite else { throw Failure("non-finite number in json") }
+            return .double(d)
+        case RecordCodec.Tag.string: return .string(try string())
+        case RecordCodec.Tag.jsonArray:
+            guard depth < RecordCodec.maximumJSONDepth else { throw Failure("json nested too deeply") }
+            let n = try varint()
+            // Every element takes at least one byte: a count beyond the bytes left is damage.
+            guard n <= UInt64(remaining) else { throw Failure("array count \(n) beyond the end") }
+            var elements: [JSON] = []
+            elements.reserveCapacity(Int(n))
+            for _ in 0..<Int(n) { elements.append(try json(depth: depth + 1)) }
+            return .array(elements)
+        case RecordCodec.Tag.jsonObject:
+            guard depth < RecordCodec.maximumJSONDepth else { throw Failure("json nested too deeply") }
+            let n = try varint()
+            guard n <= UInt64(remaining / 2) else { throw Failure("object count \(n) beyond the end") }
+            var members: [String: JSON] = Dictionary(minimumCapacity: Int(n))
+            for _ in 0..<Int(n) {
+                let key = try string()
+                let value = try json(depth: depth + 1)
+                guard members.updateValue(value, forKey: key) == nil else { throw Failure("duplicate json key") }
+            }
+            return .object(members)
+        case let t: throw Failure("unknown json tag \(t)")
+        }
+    }
+}

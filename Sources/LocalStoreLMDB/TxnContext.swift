@@ -1,0 +1,571 @@
+import CLMDB
+import Foundation
+import LocalStore
+
+/// A mutation made through a write transaction, kept so it can be replayed after a map growth.
+enum WriteOp {
+    case upsert([Item], table: String, options: UpsertOptions)
+    case deleteIds([Value], table: String)
+    case deleteMatching(Query)
+    case define(TableSchema, system: TableDefinition?)
+}
+
+/// A row found by id: where it is stored, its values and its row number.
+struct StoredRow {
+    var key: [UInt8]
+    var row: [Value]
+    var rowId: UInt64
+}
+
+/// One LMDB transaction and what the backend knows about it: the catalog of its snapshot and, for
+/// the write transaction, the log of mutations.
+///
+/// **Map growth.** When LMDB reports `MDB_MAP_FULL` the write transaction is dead. The context
+/// aborts it, grows the map (which needs every transaction of the process to end: it releases the
+/// gate and waits for the exclusive side), begins a new write transaction and *replays* the log of
+/// mutations made so far, then retries the mutation that failed. The `write {}` body is not run
+/// again and never notices. Replay is exact because the process's `writeLock` stays held (no other
+/// writer of this process runs in between) and the new transaction is checked to start from the
+/// same committed state (`mdb_txn_id`); if another *process* committed in between, the body is run
+/// again from the start on the new state instead (``RestartSignal``).
+final class TxnContext {
+    let environment: Environment
+    private(set) var txn: OpaquePointer?
+    let isWrite: Bool
+    private(set) var catalog: Catalog
+    private let initialCatalog: Catalog
+    private let startTxnId: Int
+
+    private var log: [WriteOp] = []
+    private var nextRowId: UInt64?
+    private var nextRowIdDirty = false
+    private var createdHandles: [String: MDB_dbi] = [:]
+    private var holdsHandleLock = false
+    private var catalogChanged = false
+    /// Set when a mutation failed half-way: the transaction can only be rolled back.
+    private(set) var failure: LocalStoreError?
+    /// Set when the body must run again (another process committed during a map growth).
+    private(set) var needsRestart = false
+
+    init(environment: Environment, txn: OpaquePointer, catalog: Catalog, isWrite: Bool) {
+        self.environment = environment
+        self.txn = txn
+        self.isWrite = isWrite
+        self.catalog = catalog
+        self.initialCatalog = catalog
+        self.startTxnId = mdb_txn_id(txn)
+    }
+
+    /// Aborts the transaction if it is still open and releases what it holds.
+    func end() {
+        if let txn {
+            mdb_txn_abort(txn)
+            self.txn = nil
+        }
+        createdHandles = [:]
+        releaseHandleLock()
+    }
+
+    private func releaseHandleLock() {
+        if holdsHandleLock {
+            holdsHandleLock = false
+            environment.handleLock.unlock()
+        }
+    }
+
+    var env: OpaquePointer { environment.env }
+
+    func activeTxn() throws -> OpaquePointer {
+        guard let txn else { throw failure ?? LocalStoreError(.misuse, "the transaction has ended") }
+        return txn
+    }
+
+    // MARK: Primitives
+
+    func handle(_ name: String) throws -> MDB_dbi {
+        if let h = createdHandles[name] ?? environment.handle(name) { return h }
+        throw LocalStoreError(.internal, "the LMDB database '\(name)' has no handle")
+    }
+
+    func table(_ name: String) throws -> TableDefinition {
+        guard let t = catalog.table(name) else { throw LocalStoreError.unknownTable(name) }
+        return t
+    }
+
+    /// Runs `body` on the value stored under `key`; `nil` when there is none. The bytes are valid
+    /// only inside `body`.
+    func withValue<R>(_ dbi: MDB_dbi, _ key: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        let txn = try activeTxn()
+        return try key.withUnsafeBytes { k in
+            var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+            var dv = MDB_val()
+            let rc = mdb_get(txn, dbi, &kv, &dv)
+            if rc == MDB_NOTFOUND { return nil }
+            try LMDBErrors.check(rc, "cannot read")
+            return try body(UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size))
+        }
+    }
+
+    func put(_ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) throws {
+        let txn = try activeTxn()
+        try key.withUnsafeBytes { k in
+            try value.withUnsafeBytes { v in
+                var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+                var dv = MDB_val(mv_size: v.count, mv_data: UnsafeMutableRawPointer(mutating: v.baseAddress))
+                try LMDBErrors.check(mdb_put(txn, dbi, &kv, &dv, 0), "cannot write", env: env)
+            }
+        }
+    }
+
+    /// Deletes `key`; `false` when it was not there.
+    @discardableResult
+    func delete(_ dbi: MDB_dbi, _ key: [UInt8]) throws -> Bool {
+        let txn = try activeTxn()
+        return try key.withUnsafeBytes { k in
+            var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+            let rc = mdb_del(txn, dbi, &kv, nil)
+            if rc == MDB_NOTFOUND { return false }
+            try LMDBErrors.check(rc, "cannot delete", env: env)
+            return true
+        }
+    }
+
+    func entryCount(_ dbi: MDB_dbi) throws -> Int {
+        var st = MDB_stat()
+        try LMDBErrors.check(mdb_stat(try activeTxn(), dbi, &st), "cannot read database statistics")
+        return st.ms_entries
+    }
+
+    /// Walks the keys `lower <= key < upper` (stored-key space; `nil` = unbounded) in order, or in
+    /// reverse order, until `visit` returns `false`. The value bytes are valid only during `visit`,
+    /// which must not write to `dbi`.
+    func walk(
+        _ dbi: MDB_dbi, lower: [UInt8]?, upper: [UInt8]?, descending: Bool,
+        _ visit: (_ key: [UInt8], _ value: UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        let txn = try activeTxn()
+        // LMDB refuses empty keys: an empty lower bound is no bound, an empty upper bound is empty.
+        let lower = lower.flatMap { $0.isEmpty ? nil : $0 }
+        if let upper, upper.isEmpty { return }
+        var cursor: OpaquePointer?
+        try LMDBErrors.check(mdb_cursor_open(txn, dbi, &cursor), "cannot open a cursor")
+        defer { mdb_cursor_close(cursor) }
+        var kv = MDB_val()
+        var dv = MDB_val()
+        func seek(_ key: [UInt8]) -> Int32 {
+            key.withUnsafeBytes { k in
+                kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+                return mdb_cursor_get(cursor, &kv, &dv, MDB_SET_RANGE)
+            }
+        }
+        var rc: Int32
+        if !descending {
+            rc = lower.map(seek) ?? mdb_cursor_get(cursor, &kv, &dv, MDB_FIRST)
+            while rc == 0 {
+                let key = Array(UnsafeRawBufferPointer(start: kv.mv_data, count: kv.mv_size))
+                if let upper, !key.lexicographicallyPrecedes(upper) { return }
+                guard try visit(key, UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)) else { return }
+                rc = mdb_cursor_get(cursor, &kv, &dv, MDB_NEXT)
+            }
+        } else {
+            if let upper {
+                rc = seek(upper)
+                if rc == 0 {
+                    rc = mdb_cursor_get(cursor, &kv, &dv, MDB_PREV)
+                } else if rc == MDB_NOTFOUND {
+                    rc = mdb_cursor_get(cursor, &kv, &dv, MDB_LAST)
+                }
+            } else {
+                rc = mdb_cursor_get(cursor, &kv, &dv, MDB_LAST)
+            }
+            while rc == 0 {
+                let key = Array(UnsafeRawBufferPointer(start: kv.mv_data, count: kv.mv_size))
+                if let lower, key.lexicographicallyPrecedes(lower) { return }
+                guard try visit(key, UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)) else { return }
+                rc = mdb_cursor_get(cursor, &kv, &dv, MDB_PREV)
+            }
+        }
+        if rc != MDB_NOTFOUND { try LMDBErrors.check(rc, "cannot move a cursor") }
+    }
+
+    /// Runs `body` over every row of `t`, streamed from a cursor in primary-key order; a decoding or
+    /// cursor error ends the sequence and is thrown after `body` returns.
+    func withAllRows<R>(_ t: TableDefinition, _ body: (RowStream) -> R) throws -> R {
+        let txn = try activeTxn()
+        var cursor: OpaquePointer?
+        try LMDBErrors.check(mdb_cursor_open(txn, try handle(t.database), &cursor), "cannot open a cursor")
+        guard let cursor else { throw LocalStoreError(.internal, "mdb_cursor_open returned no cursor") }
+        defer { mdb_cursor_close(cursor) }
+        let failure = RowStream.Failure()
+        let result = body(RowStream(cursor: cursor, schema: t.schema, failure: failure))
+        if let error = failure.error { throw error }
+        return result
+    }
+
+    // MARK: Rows
+
+    /// The row of `t` whose id is `id` (ids compared with NOCASE for strings).
+    func findRow(_ t: TableDefinition, id: Value) throws -> StoredRow? {
+        let dbi = try handle(t.database)
+        let full = KeyCodec.idKey(id)
+        if full.count <= KeyCodec.prefixLimit {
+            guard let decoded = try withValue(dbi, full, { try RecordCodec.decode($0, schema: t.schema) }) else { return nil }
+            return StoredRow(key: full, row: decoded.row, rowId: decoded.rowId)
+        }
+        // A long id: every row whose id shares the first `prefixLimit` bytes is stored under that
+        // prefix and its own row number; compare the ids themselves.
+        let prefix = Array(full[0..<KeyCodec.prefixLimit])
+        var found: StoredRow?
+        try walk(dbi, lower: prefix, upper: KeyCodec.successor(prefix), descending: false) { key, value in
+            guard key.count == KeyCodec.longKeyLength else { return true }
+            let decoded = try RecordCodec.decode(value, schema: t.schema)
+            if KeyCodec.idKey(decoded.row[t.schema.idIndex]) == full {
+                found = StoredRow(key: key, row: decoded.row, rowId: decoded.rowId)
+                return false
+            }
+            return true
+        }
+        return found
+    }
+
+    /// The row stored under a primary key (as found in an index).
+    func row(_ t: TableDefinition, storedKey: [UInt8], dbi: MDB_dbi) throws -> [Value] {
+        guard let decoded = try withValue(dbi, storedKey, { try RecordCodec.decode($0, schema: t.schema) }) else {
+            throw LMDBErrors.corrupt("an index of table '\(t.schema.name)' names a row that does not exist", table: t.schema.name)
+        }
+        return decoded.row
+    }
+
+    static func indexKey(_ index: IndexDefinition, _ schema: TableSchema, row: [Value], rowId: UInt64) -> [UInt8] {
+        var out: [UInt8] = []
+        for c in index.components {
+            if c.noCase {
+                KeyCodec.appendNoCaseComponent(row[c.column], into: &out)
+            } else {
+                KeyCodec.appendComponent(row[c.column], into: &out)
+            }
+        }
+        KeyCodec.appendId(row[schema.idIndex], into: &out)
+        return KeyCodec.storedKey(out, rowId: rowId)
+    }
+
+    // MARK: Reads
+
+    func schema(of table: String) -> TableSchema? { catalog.table(table)?.schema }
+
+    func read(table name: String, id: Value) throws -> Item? {
+        let t = try table(name)
+        try t.schema.checkId(id)
+        guard let found = try findRow(t, id: id) else { return nil }
+        var values: [String: Value] = Dictionary(minimumCapacity: t.schema.columns.count)
+        for (n, c) in t.schema.columns.enumerated() { values[c.name] = found.row[n] }
+        return Item(values)
+    }
+
+    func read(_ query: Query) throws -> ReadResult {
+        let t = try table(query.table)
+        let q = try ResolvedQuery(query, schema: t.schema)
+        if q.includeTotalCount, case .constant(true) = q.predicate {
+            // The count of all rows is the primary database's entry count.
+            let count = try entryCount(try handle(t.database))
+            var plain = query
+            plain.includeTotalCount = false
+            let rows = try QueryRunner(context: self, table: t, query: try ResolvedQuery(plain, schema: t.schema)).run().rows
+            return ReadResult(items: rows.map(q.project), totalCount: count)
+        }
+        let result = try QueryRunner(context: self, table: t, query: q).run()
+        return ReadResult(items: result.rows.map(q.project), totalCount: q.includeTotalCount ? result.count : nil)
+    }
+
+    func explain(_ query: Query) throws -> String {
+        let t = try table(query.table)
+        let q = try ResolvedQuery(query, schema: t.schema)
+        return QueryPlanner(table: t, query: q).plan().description(table: t)
+    }
+
+    // MARK: Writes
+
+    /// Applies `op` (checking all of its input first) and logs it for replay.
+    func perform(_ op: WriteOp) throws {
+        if needsRestart { throw RestartSignal() }
+        if let failure { throw failure }
+        while true {
+            do {
+                try apply(op)
+                log.append(op)
+                return
+            } catch let full as MapFullSignal {
+                try regrow(full)
+            }
+        }
+    }
+
+    /// Runs the writing phase of a mutation: any failure but a full map leaves the transaction
+    /// half-written, so it is remembered and the transaction can only roll back.
+    private func executing(_ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch let full as MapFullSignal {
+            throw full
+        } catch {
+            let e = error as? LocalStoreError ?? LocalStoreError(.internal, "\(error)")
+            failure = e
+            throw e
+        }
+    }
+
+    private func apply(_ op: WriteOp) throws {
+        switch op {
+        case .upsert(let items, let table, let options):
+            let t = try self.table(table)
+            let prepared = try items.map { try t.schema.prepare($0, options: options) }
+            for p in prepared {
+                for a in p.assignments {
+                    if case .json(let j) = a.value, RecordCodec.depth(j) > RecordCodec.maximumJSONDepth {
+                        let c = t.schema.columns[a.column].name
+                        throw LocalStoreError(
+                            .invalidValue,
+                            "column '\(c)' of table '\(t.schema.name)' cannot store json nested deeper than \(RecordCodec.maximumJSONDepth) levels",
+                            table: t.schema.name, column: c)
+                    }
+                }
+            }
+            if prepared.isEmpty { return }
+            try executing { try upsertRows(t, prepared) }
+        case .deleteIds(let ids, let table):
+            let t = try self.table(table)
+            for id in ids { try t.schema.checkId(id) }
+            if ids.isEmpty { return }
+            try executing {
+                for id in ids {
+                    if let found = try findRow(t, id: id) { try deleteRow(t, found) }
+                }
+            }
+        case .deleteMatching(let query):
+            let t = try self.table(query.table)
+            let q = try ResolvedQuery(query, schema: t.schema)
+            let rows = try QueryRunner(context: self, table: t, query: q).run().rows
+            if rows.isEmpty { return }
+            try executing {
+                for row in rows {
+                    if let found = try findRow(t, id: row[t.schema.idIndex]) { try deleteRow(t, found) }
+                }
+            }
+        case .define(let schema, let system):
+            try define(schema, system: system)
+        }
+    }
+
+    private func upsertRows(_ t: TableDefinition, _ prepared: [PreparedItem]) throws {
+        let primary = try handle(t.database)
+        let indexes = try t.indexes.map { ($0, try handle($0.database)) }
+        let width = t.schema.columns.count
+        for p in prepared {
+            if var found = try findRow(t, id: p.id) {
+                let old = found.row
+                p.merge(into: &found.row)
+                for (index, dbi) in indexes {
+                    let oldKey = TxnContext.indexKey(index, t.schema, row: old, rowId: found.rowId)
+                    let newKey = TxnContext.indexKey(index, t.schema, row: found.row, rowId: found.rowId)
+                    if oldKey != newKey {
+                        try delete(dbi, oldKey)
+                        try put(dbi, newKey, found.key)
+                    }
+                }
+                try put(primary, found.key, RecordCodec.encode(found.row, rowId: found.rowId))
+            } else {
+                let rowId = try allocateRowId()
+                let row = p.newRow(columnCount: width)
+                let key = KeyCodec.storedKey(KeyCodec.idKey(p.id), rowId: rowId)
+                try put(primary, key, RecordCodec.encode(row, rowId: rowId))
+                for (index, dbi) in indexes {
+                    try put(dbi, TxnContext.indexKey(index, t.schema, row: row, rowId: rowId), key)
+                }
+            }
+        }
+    }
+
+    private func deleteRow(_ t: TableDefinition, _ found: StoredRow) throws {
+        try delete(try handle(t.database), found.key)
+        for index in t.indexes {
+            // A missing index entry is not fatal here: the row is going away.
+            try delete(try handle(index.database), TxnContext.indexKey(index, t.schema, row: found.row, rowId: found.rowId))
+        }
+    }
+
+    private func allocateRowId() throws -> UInt64 {
+        if nextRowId == nil {
+            let meta = try handle(MetaKey.database)
+            guard let stored = try withValue(meta, MetaKey.nextRowId, { Array($0) }), stored.count == 8 else {
+                throw LMDBErrors.corrupt("the catalog has no row counter")
+            }
+            nextRowId = KeyCodec.readBigEndian(stored[...])
+        }
+        let id = nextRowId ?? 1
+        nextRowId = id + 1
+        nextRowIdDirty = true
+        return id
+    }
+
+    private func createDatabase(_ name: String) throws {
+        let txn = try activeTxn()
+        if !holdsHandleLock {
+            environment.handleLock.lock()
+            holdsHandleLock = true
+        }
+        var dbi: MDB_dbi = 0
+        try LMDBErrors.check(mdb_dbi_open(txn, name, UInt32(MDB_CREATE), &dbi), "cannot create database '\(name)'", env: env)
+        createdHandles[name] = dbi
+    }
+
+    /// Creates a table, or merges a new definition into an existing one (new columns, new indexes).
+    private func define(_ schema: TableSchema, system: TableDefinition?) throws {
+        let key = Identifier.fold(schema.name)
+        var def: TableDefinition
+        let newIndexes: [IndexDefinition]
+        let isNew: Bool
+        if let existing = catalog.tables[key] {
+            if let system {
+                guard LMDBSystemTables.isCompatible(existing.schema, system.schema) else {
+                    throw LocalStoreError(
+                        .schemaConflict,
+                        "table '\(existing.schema.name)' exists but does not have the columns of a system table",
+                        table: existing.schema.name)
+                }
+                return
+            }
+            let merged = try existing.schema.merged(with: schema)
+            if merged == existing.schema { return }
+            def = existing
+            def.schema = merged
+            def.addMissingColumnIndexes()
+            newIndexes = def.indexes.filter { !existing.indexes.contains($0) }
+            isNew = false
+        } else {
+            def = system ?? TableDefinition.user(schema)
+            newIndexes = def.indexes
+            isNew = true
+        }
+        let meta = try handle(MetaKey.database)
+        try executing {
+            if isNew { try createDatabase(def.database) }
+            for index in newIndexes { try createDatabase(index.database) }
+            if !isNew && !newIndexes.isEmpty {
+                let primary = try handle(def.database)
+                let targets = try newIndexes.map { ($0, try handle($0.database)) }
+                let schema = def.schema
+                try walk(primary, lower: nil, upper: nil, descending: false) { storedKey, value in
+                    let decoded = try RecordCodec.decode(value, schema: schema)
+                    for (index, dbi) in targets {
+                        try put(dbi, TxnContext.indexKey(index, schema, row: decoded.row, rowId: decoded.rowId), storedKey)
+                    }
+                    return true
+                }
+            }
+            try put(meta, MetaKey.table(def.schema.name), def.encoded())
+            var generation: [UInt8] = []
+            KeyCodec.appendBigEndian(catalog.generation + 1, into: &generation)
+            try put(meta, MetaKey.generation, generation)
+        }
+        catalog.tables[key] = def
+        catalog.generation += 1
+        catalogChanged = true
+    }
+
+    // MARK: Growth, replay, commit
+
+    /// Aborts the dead transaction, grows the map, begins again and replays the log.
+    private func regrow(_ first: MapFullSignal) throws {
+        var full = first
+        while true {
+            end()
+            nextRowId = nil
+            nextRowIdDirty = false
+            catalog = initialCatalog
+            catalogChanged = false
+            environment.gate.unlockShared()
+            do {
+                try environment.growMap(from: full.mapSize)
+            } catch {
+                environment.gate.lockShared()
+                failure = error as? LocalStoreError ?? LocalStoreError(.full, "\(error)")
+                throw failure ?? error
+            }
+            if let hook = environment.afterGrowthAbortHook.withLock({ $0 }) { hook() }
+            environment.gate.lockShared()
+            do {
+                txn = try environment.beginTransaction(readOnly: false)
+            } catch {
+                failure = error as? LocalStoreError ?? LocalStoreError(.internal, "\(error)")
+                throw error
+            }
+            if let txn, mdb_txn_id(txn) != startTxnId {
+                needsRestart = true
+                throw RestartSignal()
+            }
+            do {
+                for op in log { try apply(op) }
+                return
+            } catch let again as MapFullSignal {
+                full = again
+            }
+        }
+    }
+
+    /// Commits, growing the map and replaying when the commit itself finds the map full.
+    func commit() throws {
+        while true {
+            do {
+                if nextRowIdDirty, let next = nextRowId {
+                    var bytes: [UInt8] = []
+                    KeyCodec.appendBigEndian(next, into: &bytes)
+                    try put(try handle(MetaKey.database), MetaKey.nextRowId, bytes)
+                }
+                let txn = try activeTxn()
+                self.txn = nil
+                try LMDBErrors.check(mdb_txn_commit(txn), "cannot commit", env: env)
+                environment.publish(handles: createdHandles, catalog: catalogChanged ? catalog : nil)
+                createdHandles = [:]
+                releaseHandleLock()
+                return
+            } catch let full as MapFullSignal {
+                try regrow(full)
+            }
+        }
+    }
+}
+
+/// The rows of a table in primary-key order, decoded one at a time from an LMDB cursor (so a full
+/// scan with `top` keeps only the rows the evaluator's bounded heap keeps).
+struct RowStream: Sequence, IteratorProtocol {
+    final class Failure {
+        var error: Error?
+    }
+
+    let cursor: OpaquePointer
+    let schema: TableSchema
+    let failure: Failure
+    private var started = false
+
+    init(cursor: OpaquePointer, schema: TableSchema, failure: Failure) {
+        self.cursor = cursor
+        self.schema = schema
+        self.failure = failure
+    }
+
+    mutating func next() -> [Value]? {
+        guard failure.error == nil else { return nil }
+        var kv = MDB_val()
+        var dv = MDB_val()
+        let rc = mdb_cursor_get(cursor, &kv, &dv, started ? MDB_NEXT : MDB_FIRST)
+        started = true
+        if rc == MDB_NOTFOUND { return nil }
+        do {
+            try LMDBErrors.check(rc, "cannot move a cursor")
+            return try RecordCodec.decode(UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size), schema: schema).row
+        } catch {
+            failure.error = error
+            return nil
+        }
+    }
+}

@@ -1,0 +1,312 @@
+import Foundation
+import LocalStore
+import LocalStoreConformance
+import Testing
+
+/// Runs, against `backend`, the conformance check named like the calling test function, and reports a
+/// ``ConformanceFailure`` at the line of the suite where the expectation failed.
+private func runCheck(_ backend: StoreFactory, function: String = #function) throws {
+    let name = String(function.prefix { $0 != "(" })
+    #expect(ConformanceTests.testedChecks.contains(name), "add '\(name)' to ConformanceTests.testedChecks")
+    guard let check = ConformanceSuite.allChecks.first(where: { $0.name == name }) else {
+        Issue.record("ConformanceSuite.allChecks has no check named '\(name)'")
+        return
+    }
+    do {
+        try check.run(backend)
+    } catch let failure as ConformanceFailure {
+        Issue.record(
+            Comment(rawValue: "[\(backend.name)] \(failure.message)"),
+            sourceLocation: SourceLocation(fileID: failure.fileID, filePath: failure.filePath, line: failure.line, column: 1))
+    }
+}
+
+/// The shared conformance suite, one test function per check, each run against every backend.
+@Suite("Conformance")
+struct ConformanceTests {
+    /// The checks run by the test functions below (each function is named like its check).
+    static let testedChecks: Set<String> = [
+        "upsertInsertsNewRowWithNulls",
+        "upsertMergesAbsentKeys",
+        "upsertExplicitNullClears",
+        "upsertUnknownColumnFails",
+        "upsertIgnoringUnknownColumns",
+        "upsertTypeMismatch",
+        "upsertIntegerIntoDoubleColumn",
+        "upsertNonFiniteNumbersRefused",
+        "upsertMissingId",
+        "upsertDuplicateKeyInDifferentCase",
+        "upsertNamesMatchCaseInsensitively",
+        "batchIsAllOrNothing",
+        "batchSameIdTwice",
+        "idsMatchCaseInsensitivelyOnRead",
+        "idsUpsertUpdatesSameRowWithNewestSpelling",
+        "idsDeleteCaseInsensitively",
+        "idsFollowNoCaseRuleExactly",
+        "idsOfWrongTypeAreTypeMismatch",
+        "readMissingRowIsNil",
+        "unknownTableForEveryCall",
+        "readReturnsEveryColumn",
+        "selectReturnsSelectedColumnsPlusVersion",
+        "totalCountSkipAndTop",
+        "sortOrderNullsAndTieBreak",
+        "defineTableCreatesTable",
+        "redefineAddsColumnsKeepingData",
+        "redefineAddsIndex",
+        "defineTableSchemaConflicts",
+        "defineTableInvalidIdentifiers",
+        "defineTableReservedNames",
+        "defineTableColumnLimit",
+        "tableSchemasListsUserTables",
+        "systemPropertiesOfTables",
+        "roundTripIntegers",
+        "roundTripDoubles",
+        "roundTripNegativeZero",
+        "roundTripDates",
+        "roundTripBinary",
+        "roundTripBooleans",
+        "roundTripJSON",
+        "naughtyStringsAsIds",
+        "naughtyStringsAsValues",
+        "writeCommitsAcrossTables",
+        "writeRollsBackOnError",
+        "writeFailedCallInsideTransaction",
+        "writeReadsSeeOwnWrites",
+        "writeNestedRunsInline",
+        "deleteIdsIgnoresAbsentIds",
+        "closeMakesEveryCallFail",
+        "systemTablesExistOnOpen",
+        "systemTablesFollowGenericRules",
+        "systemTableSyncQueries",
+        "appendOperationIds",
+        "pendingOperationQueries",
+        "removeOperationRemovesItsErrors",
+        "operationErrorsRecordListClear",
+        "deltaTokens",
+        "predicateHandWrittenExpectations",
+        "invalidQueriesAreRejected",
+        "deleteMatchingHonoursQuery",
+        "pagingStableAscending",
+        "pagingStableDescending",
+        "pagingStableMultiKey",
+        "concurrentReadersSeeWholeTransactions",
+        "concurrentAppendOperations",
+        "concurrentWritersOnSeveralTables",
+        "persistenceAcrossReopen",
+    ]
+
+    @Test("every check of the suite is run by a test function")
+    func everyCheckIsTested() {
+        let names = ConformanceSuite.allChecks.map(\.name)
+        #expect(Set(names).count == names.count, "check names must be unique")
+        #expect(Set(names) == Self.testedChecks, "checks without a test: \(Set(names).subtracting(Self.testedChecks).sorted())")
+        #expect(names.count >= 60)
+    }
+
+    @Test("predicate cases have unique names")
+    func predicateCaseNamesAreUnique() {
+        let names = ConformanceSuite.predicateCases.map(\.name)
+        #expect(Set(names).count == names.count)
+        #expect(names.count >= 80)
+        #expect(ConformanceSuite.completeSuite.count == ConformanceSuite.allChecks.count + names.count)
+    }
+
+    @Test("predicate case", arguments: Backends.all, ConformanceSuite.predicateCases)
+    func predicate(_ backend: StoreFactory, _ predicateCase: PredicateCase) throws {
+        do {
+            try predicateCase.check(backend)
+        } catch let failure as ConformanceFailure {
+            Issue.record(
+                Comment(rawValue: "[\(backend.name)] \(failure.message)"),
+                sourceLocation: SourceLocation(fileID: failure.fileID, filePath: failure.filePath, line: failure.line, column: 1))
+        }
+    }
+
+    // MARK: Upserts and batches
+
+    @Test(arguments: Backends.all) func upsertInsertsNewRowWithNulls(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func upsertMergesAbsentKeys(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func upsertExplicitNullClears(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func upsertUnknownColumnFails(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func upsertIgnoringUnknownColumns(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func upsertTypeMismatch(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func upsertIntegerIntoDoubleColumn(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func upsertNonFiniteNumbersRefused(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func upsertMissingId(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func upsertDuplicateKeyInDifferentCase(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func upsertNamesMatchCaseInsensitively(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func batchIsAllOrNothing(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func batchSameIdTwice(_ backend: StoreFactory) throws { try runCheck(backend) }
+
+    // MARK: Ids, reads, select, counts, order
+
+    @Test(arguments: Backends.all) func idsMatchCaseInsensitivelyOnRead(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func idsUpsertUpdatesSameRowWithNewestSpelling(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func idsDeleteCaseInsensitively(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func idsFollowNoCaseRuleExactly(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func idsOfWrongTypeAreTypeMismatch(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func readMissingRowIsNil(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func unknownTableForEveryCall(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func readReturnsEveryColumn(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func selectReturnsSelectedColumnsPlusVersion(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func totalCountSkipAndTop(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func sortOrderNullsAndTieBreak(_ backend: StoreFactory) throws { try runCheck(backend) }
+
+    // MARK: Schemas
+
+    @Test(arguments: Backends.all) func defineTableCreatesTable(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func redefineAddsColumnsKeepingData(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func redefineAddsIndex(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func defineTableSchemaConflicts(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func defineTableInvalidIdentifiers(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func defineTableReservedNames(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func defineTableColumnLimit(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func tableSchemasListsUserTables(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func systemPropertiesOfTables(_ backend: StoreFactory) throws { try runCheck(backend) }
+
+    // MARK: Values
+
+    @Test(arguments: Backends.all) func roundTripIntegers(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func roundTripDoubles(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func roundTripNegativeZero(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func roundTripDates(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func roundTripBinary(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func roundTripBooleans(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func roundTripJSON(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func naughtyStringsAsIds(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func naughtyStringsAsValues(_ backend: StoreFactory) throws { try runCheck(backend) }
+
+    // MARK: Transactions, deletes, close
+
+    @Test(arguments: Backends.all) func writeCommitsAcrossTables(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func writeRollsBackOnError(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func writeFailedCallInsideTransaction(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func writeReadsSeeOwnWrites(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func writeNestedRunsInline(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func deleteIdsIgnoresAbsentIds(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func closeMakesEveryCallFail(_ backend: StoreFactory) throws { try runCheck(backend) }
+
+    // MARK: System tables
+
+    @Test(arguments: Backends.all) func systemTablesExistOnOpen(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func systemTablesFollowGenericRules(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func systemTableSyncQueries(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func appendOperationIds(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func pendingOperationQueries(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func removeOperationRemovesItsErrors(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func operationErrorsRecordListClear(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func deltaTokens(_ backend: StoreFactory) throws { try runCheck(backend) }
+
+    // MARK: Queries and paging
+
+    @Test(arguments: Backends.all) func predicateHandWrittenExpectations(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func invalidQueriesAreRejected(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func deleteMatchingHonoursQuery(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func pagingStableAscending(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func pagingStableDescending(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func pagingStableMultiKey(_ backend: StoreFactory) throws { try runCheck(backend) }
+
+    // MARK: Threads and persistence
+
+    @Test(arguments: Backends.all) func concurrentReadersSeeWholeTransactions(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func concurrentAppendOperations(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func concurrentWritersOnSeveralTables(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func persistenceAcrossReopen(_ backend: StoreFactory) throws { try runCheck(backend) }
+}
+
+/// The in-memory store with one deliberate fault, to show that the suite notices broken backends.
+final class MutantStore: LocalStore, LocalStoreTransaction {
+    enum Fault: String, Sendable, CaseIterable {
+        /// `upsert` replaces existing rows instead of merging into them.
+        case replaceInsteadOfMerge
+        /// Queries ignore `skip`.
+        case ignoreSkip
+        /// `write {}` runs every call in its own transaction, so a thrown error rolls nothing back.
+        case noRollback
+        /// Descending sort keys are applied ascending.
+        case descendingAsAscending
+        /// `delete(ids:)` with an empty list on an unknown table throws.
+        case strictEmptyDelete
+    }
+
+    let inner: InMemoryStore
+    /// The fault, or `nil` for a faithful wrapper.
+    let fault: Fault?
+
+    init(_ fault: Fault?) throws {
+        inner = try InMemoryStore()
+        self.fault = fault
+    }
+
+    var systemTableNames: SystemTableNames { inner.systemTableNames }
+    func schema(of table: String) throws -> TableSchema? { try inner.schema(of: table) }
+    func read(table: String, id: Value) throws -> Item? { try inner.read(table: table, id: id) }
+
+    func read(_ query: Query) throws -> ReadResult {
+        var q = query
+        if fault == .ignoreSkip { q.skip = 0 }
+        if fault == .descendingAsAscending { q.sort = q.sort.map { SortKey($0.field) } }
+        return try inner.read(q)
+    }
+
+    func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
+        guard fault == .replaceInsteadOfMerge else { return try inner.upsert(items, into: table, options: options) }
+        try inner.write { tx in
+            for item in items { if let id = item.id, !id.isNull { try? tx.delete(ids: [id], from: table) } }
+            try tx.upsert(items, into: table, options: options)
+        }
+    }
+
+    func delete(ids: [Value], from table: String) throws {
+        if fault == .strictEmptyDelete, ids.isEmpty, try inner.schema(of: table) == nil { throw LocalStoreError.unknownTable(table) }
+        try inner.delete(ids: ids, from: table)
+    }
+
+    func delete(matching query: Query) throws { try inner.delete(matching: query) }
+
+    func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        if fault == .noRollback { return try body(self) }
+        return try inner.performWrite(body)
+    }
+
+    func defineTable(_ schema: TableSchema) throws { try inner.defineTable(schema) }
+    func tableSchemas() throws -> [TableSchema] { try inner.tableSchemas() }
+    func close() throws { try inner.close() }
+}
+
+@Suite("Conformance suite self-test")
+struct ConformanceSelfTests {
+    /// For each fault, checks that must notice it.
+    static let mutants: [(MutantStore.Fault, [String])] = [
+        (.replaceInsteadOfMerge, ["upsertMergesAbsentKeys", "upsertExplicitNullClears", "idsUpsertUpdatesSameRowWithNewestSpelling"]),
+        (.ignoreSkip, ["totalCountSkipAndTop", "pagingStableAscending", "pagingStableMultiKey"]),
+        (.noRollback, ["writeRollsBackOnError", "removeOperationRemovesItsErrors", "writeNestedRunsInline"]),
+        (.descendingAsAscending, ["sortOrderNullsAndTieBreak", "pagingStableDescending", "predicateHandWrittenExpectations"]),
+        (.strictEmptyDelete, ["unknownTableForEveryCall"]),
+    ]
+
+    @Test("a broken backend fails the checks that cover its fault", arguments: MutantStore.Fault.allCases)
+    func mutantIsCaught(_ fault: MutantStore.Fault) throws {
+        let factory = StoreFactory(name: "mutant-\(fault.rawValue)", isPersistent: false) { _ in try MutantStore(fault) }
+        let names = try #require(Self.mutants.first { $0.0 == fault }?.1)
+        for name in names {
+            let check = try #require(ConformanceSuite.allChecks.first { $0.name == name })
+            #expect(throws: (any Error).self, "\(name) must notice \(fault)") { try check.run(factory) }
+        }
+        if fault == .descendingAsAscending {
+            let sortCase = try #require(ConformanceSuite.predicateCases.first { $0.name == "sort int descending" })
+            #expect(throws: (any Error).self) { try sortCase.check(factory) }
+        }
+    }
+
+    @Test("the wrapper without a fault passes those checks")
+    func wrapperPasses() throws {
+        let plain = StoreFactory(name: "wrapper", isPersistent: false) { _ in try MutantStore(nil) }
+        for name in Set(Self.mutants.flatMap(\.1)).sorted() {
+            let check = try #require(ConformanceSuite.allChecks.first { $0.name == name })
+            try check.run(plain)
+        }
+        let sortCase = try #require(ConformanceSuite.predicateCases.first { $0.name == "sort int descending" })
+        try sortCase.check(plain)
+    }
+}
