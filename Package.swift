@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "LocalStore", targets: ["LocalStore"]),
         .library(name: "LocalStoreConformance", targets: ["LocalStoreConformance"]),
+        .library(name: "LocalStoreLMDB", targets: ["LocalStoreLMDB"]),
         .executable(name: "localstore", targets: ["localstore"]),
     ],
     dependencies: [
@@ -28,7 +29,19 @@ let package = Package(
         ),
         .testTarget(
             name: "LocalStoreTests",
-            dependencies: ["LocalStore", "LocalStoreConformance"]
+            dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreLMDB"]
+        ),
+        .systemLibrary(
+            name: "CLMDB",
+            path: "Sources/CLMDB",
+            pkgConfig: "lmdb",
+            providers: [.apt(["liblmdb-dev"])]
+        ),
+        .target(name: "LocalStoreLMDB", dependencies: ["LocalStore", "CLMDB"]),
+        .executableTarget(name: "lmdb-reader-holder", dependencies: ["CLMDB"]),
+        .testTarget(
+            name: "LocalStoreLMDBTests",
+            dependencies: ["LocalStore", "LocalStoreLMDB", "CLMDB", "lmdb-reader-holder"]
         ),
     ],
     swiftLanguageModes: [.v6]
