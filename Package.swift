@@ -7,6 +7,8 @@ let package = Package(
         .library(name: "LocalStore", targets: ["LocalStore"]),
         .library(name: "LocalStoreConformance", targets: ["LocalStoreConformance"]),
         .library(name: "LocalStoreLMDB", targets: ["LocalStoreLMDB"]),
+        .library(name: "LocalStoreSQLite", targets: ["LocalStoreSQLite"]),
+        .library(name: "LocalStoreSQLCipher", targets: ["LocalStoreSQLCipher"]),
         .executable(name: "localstore", targets: ["localstore"]),
     ],
     dependencies: [
@@ -19,6 +21,23 @@ let package = Package(
             dependencies: [.product(name: "HeapModule", package: "swift-collections")]
         ),
         .target(name: "LocalStoreConformance", dependencies: ["LocalStore"]),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .target(name: "LocalStoreSQLEngine", dependencies: ["LocalStore"]),
+        .target(name: "LocalStoreSQLite", dependencies: ["LocalStore", "LocalStoreSQLEngine", "CSQLite"]),
+        // Loads libsqlcipher.so.0 at run time: it must never link it (see docs/encryption.md).
+        .target(name: "LocalStoreSQLCipher", dependencies: ["LocalStore", "LocalStoreSQLEngine"]),
+        .testTarget(
+            name: "LocalStoreSQLiteTests",
+            dependencies: ["LocalStore", "LocalStoreSQLEngine", "LocalStoreSQLite", "LocalStoreConformance"]
+        ),
+        .testTarget(
+            name: "LocalStoreSQLCipherTests",
+            dependencies: ["LocalStore", "LocalStoreSQLCipher", "LocalStoreSQLite"]
+        ),
         .target(name: "LocalStoreBench", dependencies: ["LocalStore"]),
         .executableTarget(
             name: "localstore",
@@ -29,7 +48,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LocalStoreTests",
-            dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreLMDB"]
+            dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreLMDB", "LocalStoreSQLite", "LocalStoreSQLCipher"]
         ),
         .systemLibrary(
             name: "CLMDB",

@@ -1,0 +1,326 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import LocalStore
+import LocalStoreSQLEngine
+
+/// A ``LocalStore`` in one SQLCipher-encrypted SQLite file: the SQLite backend's engine, over SQLCipher
+/// loaded at run time, so it can live in the same process as ``SQLiteStore``-style plain stores.
+///
+/// ```swift
+/// let key = try SQLCipherKey.raw(keyBytes)            // or .passphrase(...)
+/// let store = try SQLCipherStore(path: "/var/lib/app/store.db", key: key)
+/// ```
+///
+/// - Every page of the database and of its write-ahead log is encrypted (AES-256 with an HMAC per page);
+///   temporary tables and sorts stay in memory (`temp_store = MEMORY`).
+/// - The key is applied before any other statement on every connection, which are all opened when the
+///   store opens; the store's copy of the key is then zeroed.
+/// - A wrong key is `wrongKey`; a plain SQLite file is `notADatabase` with a hint to ``encrypt(plainDatabaseAt:to:key:options:)``;
+///   in both cases the file is left untouched.
+///
+/// See `docs/encryption.md` for the threat model and key handling.
+public final class SQLCipherStore: LocalStore, IntegrityChecking {
+    /// Cipher and engine settings.
+    public struct Options: Sendable, Hashable {
+        /// The cipher page size in bytes (default 4096). Must match the one the file was created with.
+        public var cipherPageSize: Int
+        /// PBKDF2 iterations for a passphrase (default 256,000). Must match the file's.
+        public var kdfIterations: Int
+        /// `PRAGMA synchronous = FULL` instead of `NORMAL` (see `SQLiteStore.Options`).
+        public var synchronousFull: Bool
+        /// How long a call waits for another process's lock, in milliseconds.
+        public var busyTimeoutMilliseconds: Int
+        /// Reader connections, all opened (and keyed) when the store opens (default 2).
+        public var readerCount: Int
+
+        /// Creates options.
+        public init(
+            cipherPageSize: Int = 4096, kdfIterations: Int = 256_000, synchronousFull: Bool = false,
+            busyTimeoutMilliseconds: Int = 5000, readerCount: Int = 2
+        ) {
+            self.cipherPageSize = cipherPageSize
+            self.kdfIterations = kdfIterations
+            self.synchronousFull = synchronousFull
+            self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
+            self.readerCount = readerCount
+        }
+
+        /// The defaults of SQLCipher 3 (1024-byte pages, 64,000 iterations), for files written by other
+        /// SQLCipher 3 applications.
+        public static let sqlcipher3Compatible = Options(cipherPageSize: 1024, kdfIterations: 64_000)
+    }
+
+    /// The database file.
+    public let path: String
+    /// The options the store was opened with.
+    public let options: Options
+    /// The names of the system tables.
+    public let systemTableNames: SystemTableNames
+
+    private let lock = EngineSlot()
+    private let api: SQLiteAPI
+
+    /// Opens (or creates) the encrypted store at `path`.
+    ///
+    /// - Throws: `libraryMissing` when SQLCipher is not installed; `wrongKey` when the key (or the
+    ///   page size / iterations) does not match the file; `notADatabase` for a plain SQLite file or a
+    ///   directory; any error of `SQLiteStore.init`.
+    public init(
+        path: String, key: SQLCipherKey, systemTableNames: SystemTableNames = .default, options: Options = Options()
+    ) throws {
+        guard options.cipherPageSize >= 512, options.cipherPageSize <= 65536,
+            options.cipherPageSize & (options.cipherPageSize - 1) == 0
+        else {
+            throw LocalStoreError(.invalidValue, "cipherPageSize must be a power of two from 512 to 65536, not \(options.cipherPageSize)")
+        }
+        guard options.kdfIterations >= 1 else {
+            throw LocalStoreError(.invalidValue, "kdfIterations must be positive, not \(options.kdfIterations)")
+        }
+        self.api = try SQLCipherLibrary.api()
+        self.path = path
+        self.options = options
+        self.systemTableNames = systemTableNames
+        let engine = try Self.openEngine(path: path, key: key, names: systemTableNames, options: options, api: api)
+        lock.set(engine)
+    }
+
+    /// Opens an engine whose every connection gets `key`; all connections are opened before returning,
+    /// then the engine's copy of the key is wiped.
+    private static func openEngine(
+        path: String, key: SQLCipherKey, names: SystemTableNames, options: Options, api: SQLiteAPI
+    ) throws -> SQLEngine {
+        let material = try key.material.withBytes { KeyMaterial(Array($0)) }
+        defer { material.wipe() }
+        let hook: SQLEngine.OpenHook = { db, api in
+            try Self.applyKey(material, options: options, db: db, api: api)
+        }
+        let configuration = SQLEngine.Configuration(
+            synchronousFull: options.synchronousFull,
+            busyTimeoutMilliseconds: Int32(clamping: max(0, options.busyTimeoutMilliseconds)),
+            maximumReaderCount: max(1, options.readerCount))
+        let engine: SQLEngine
+        do {
+            engine = try SQLEngine(path: path, systemTableNames: names, configuration: configuration, api: api, openHook: hook)
+        } catch let e as LocalStoreError where e.code == .notADatabase || e.code == .wrongKey {
+            throw Self.explainOpenFailure(path: path, e)
+        }
+        do {
+            try engine.openAllReaders()
+        } catch {
+            try? engine.close()
+            throw error
+        }
+        return engine
+    }
+
+    /// Applies the key and the cipher settings to a fresh connection, then checks that the library is
+    /// SQLCipher and that it uses in-memory temporary storage.
+    static func applyKey(_ material: KeyMaterial, options: Options, db: OpaquePointer, api: SQLiteAPI) throws {
+        guard let key = api.key else { throw LocalStoreError(.libraryMissing, "the loaded library has no sqlite3_key") }
+        let rc = try material.withBytes { key(db, $0.baseAddress, Int32($0.count)) }
+        guard rc == SQLite.OK else { throw LocalStoreError(.internal, "sqlite3_key failed with code \(rc)") }
+        let raw = RawConnection(api: api, db: db)
+        try raw.execute("PRAGMA cipher_page_size = \(options.cipherPageSize)")
+        try raw.execute("PRAGMA kdf_iter = \(options.kdfIterations)")
+        try raw.execute("PRAGMA temp_store = MEMORY")
+        guard let version = try raw.rows("PRAGMA cipher_version").first ?? nil, !version.isEmpty else {
+            throw LocalStoreError(.libraryMissing, "\(SQLCipherLibrary.soname) does not answer PRAGMA cipher_version: it is not SQLCipher")
+        }
+    }
+
+    /// Turns the engine's `notADatabase` into the precise reason, without touching the file.
+    static func explainOpenFailure(path: String, _ error: LocalStoreError) -> LocalStoreError {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { return error }
+        guard let handle = FileHandle(forReadingAtPath: path) else { return error }
+        defer { try? handle.close() }
+        let header = (try? handle.read(upToCount: 16)) ?? Data()
+        if header == Data("SQLite format 3\u{0}".utf8) {
+            return LocalStoreError(
+                .notADatabase,
+                "'\(path)' is a plain, unencrypted SQLite database; open it with SQLiteStore, or convert it with SQLCipherStore.encrypt(plainDatabaseAt:to:key:)"
+            )
+        }
+        if error.message.contains("LocalStore") { return error }
+        return LocalStoreError(
+            .wrongKey,
+            "cannot decrypt '\(path)': wrong key, wrong cipher settings (page size, KDF iterations), or not an SQLCipher database")
+    }
+
+    /// The SQLCipher version of the loaded library (e.g. `3.4.1`), or `nil` when it cannot be loaded.
+    public static var cipherVersion: String? {
+        guard let api = try? SQLCipherLibrary.api(), let conn = try? RawConnection.open(":memory:", api: api, create: true)
+        else { return nil }
+        defer { conn.close() }
+        return (try? conn.rows("PRAGMA cipher_version").first) ?? nil
+    }
+
+    // MARK: LocalStore
+
+    public func defineTable(_ schema: TableSchema) throws { try lock.with { try $0.defineTable(schema) } }
+    public func tableSchemas() throws -> [TableSchema] { try lock.with { try $0.tableSchemas() } }
+    public func schema(of table: String) throws -> TableSchema? { try lock.with { try $0.schema(of: table) } }
+    public func read(table: String, id: Value) throws -> Item? { try lock.with { try $0.read(table: table, id: id) } }
+    public func read(_ query: Query) throws -> ReadResult { try lock.with { try $0.read(query) } }
+    public func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
+        try lock.with { try $0.upsert(items, into: table, options: options) }
+    }
+    public func delete(ids: [Value], from table: String) throws { try lock.with { try $0.delete(ids: ids, from: table) } }
+    public func delete(matching query: Query) throws { try lock.with { try $0.delete(matching: query) } }
+    public func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        try lock.with { try $0.performWrite(body) }
+    }
+
+    public func close() throws { try lock.close() }
+
+    /// Runs one read-only SQL statement and returns its rows (see `SQLiteStore.query(sql:arguments:)`).
+    public func query(sql: String, arguments: [Value] = []) throws -> [Item] {
+        try lock.with { try $0.query(sql: sql, arguments: arguments) }
+    }
+
+    /// Moves every committed page from the write-ahead log into the database file and truncates the log.
+    public func checkpoint() throws { try lock.with { try $0.checkpoint() } }
+
+    /// `PRAGMA cipher_integrity_check` (HMAC of every page) and `PRAGMA integrity_check`.
+    public func checkIntegrity() throws -> [String] {
+        try lock.with { try $0.integrityCheck(pragmas: ["cipher_integrity_check", "integrity_check"]) }
+    }
+
+    // MARK: Keys
+
+    /// Re-encrypts the whole file with `newKey`. Afterwards only `newKey` opens the store.
+    ///
+    /// Waits for running calls, re-encrypts through the writer connection (the WAL is checkpointed and
+    /// the file switched to rollback journaling for the rekey, then back to WAL), then reopens every
+    /// connection with the new key. Cipher settings stay as they are.
+    public func rekey(to newKey: SQLCipherKey) throws {
+        try lock.replace { engine in
+            try engine.withExclusiveWriter { db, api in
+                let raw = RawConnection(api: api, db: db)
+                try raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                try raw.execute("PRAGMA journal_mode = DELETE")
+                guard let rekey = api.rekey else { throw LocalStoreError(.libraryMissing, "the loaded library has no sqlite3_rekey") }
+                let rc = try newKey.material.withBytes { rekey(db, $0.baseAddress, Int32($0.count)) }
+                guard rc == SQLite.OK else { throw raw.failure(rc, "sqlite3_rekey") }
+                try raw.execute("PRAGMA journal_mode = WAL")
+            }
+            try engine.close()
+            return try Self.openEngine(path: path, key: newKey, names: systemTableNames, options: options, api: api)
+        }
+    }
+
+    /// Writes an encrypted copy of the plain SQLite store at `plainPath` to the new file `encryptedPath`
+    /// (`ATTACH … KEY` + `sqlcipher_export`). The plain store must be closed; it is only read.
+    public static func encrypt(plainDatabaseAt plainPath: String, to encryptedPath: String, key: SQLCipherKey, options: Options = Options()) throws {
+        try export(from: plainPath, sourceKey: nil, to: encryptedPath, destinationKey: key, options: options)
+    }
+
+    /// Writes a plain (unencrypted) copy of the encrypted store at `encryptedPath` to the new file
+    /// `plainPath`. The encrypted store must be closed; it is only read.
+    public static func decrypt(databaseAt encryptedPath: String, key: SQLCipherKey, to plainPath: String, options: Options = Options()) throws {
+        try export(from: encryptedPath, sourceKey: key, to: plainPath, destinationKey: nil, options: options)
+    }
+
+    private static func export(
+        from source: String, sourceKey: SQLCipherKey?, to destination: String, destinationKey: SQLCipherKey?,
+        options: Options
+    ) throws {
+        guard FileManager.default.fileExists(atPath: source) else {
+            throw LocalStoreError(.ioError, "no database at '\(source)'")
+        }
+        guard !FileManager.default.fileExists(atPath: destination) else {
+            throw LocalStoreError(.constraint, "'\(destination)' already exists; export writes a new file")
+        }
+        let api = try SQLCipherLibrary.api()
+        // CREATE lets ATTACH create the destination file; the source exists (checked above).
+        let conn = try RawConnection.open(source, api: api, create: true)
+        defer { conn.close() }
+        if let sourceKey {
+            let material = try sourceKey.material.withBytes { KeyMaterial(Array($0)) }
+            defer { material.wipe() }
+            do {
+                try applyKey(material, options: options, db: conn.db, api: api)
+                _ = try conn.rows("SELECT count(*) FROM sqlite_master")
+            } catch let e as LocalStoreError where e.code == .notADatabase {
+                throw explainOpenFailure(path: source, e)
+            }
+        } else {
+            try conn.execute("PRAGMA temp_store = MEMORY")
+            do {
+                _ = try conn.rows("SELECT count(*) FROM sqlite_master")
+            } catch let e as LocalStoreError where e.code == .notADatabase {
+                throw LocalStoreError(.notADatabase, "'\(source)' is not a plain SQLite database (is it encrypted?)")
+            }
+        }
+        try conn.execute("PRAGMA cipher_default_page_size = \(options.cipherPageSize)")
+        try conn.execute("PRAGMA cipher_default_kdf_iter = \(options.kdfIterations)")
+        do {
+            if let destinationKey {
+                try destinationKey.material.withBytes { bytes in
+                    try conn.execute("ATTACH DATABASE ? AS export_target KEY ?", [.text(destination), .bytes(bytes)])
+                }
+            } else {
+                try conn.execute("ATTACH DATABASE ? AS export_target KEY ''", [.text(destination)])
+            }
+            defer { try? conn.execute("DETACH DATABASE export_target") }
+            try conn.execute("SELECT sqlcipher_export('export_target')")
+        } catch {
+            try? FileManager.default.removeItem(atPath: destination)
+            throw error
+        }
+    }
+}
+
+/// The store's engine behind a readers-writer lock, so ``SQLCipherStore/rekey(to:)`` can swap it.
+private final class EngineSlot: @unchecked Sendable {
+    private let rw: UnsafeMutablePointer<pthread_rwlock_t>
+    private var current: SQLEngine?
+    private var closed = false
+
+    init() {
+        rw = .allocate(capacity: 1)
+        pthread_rwlock_init(rw, nil)
+    }
+
+    deinit {
+        pthread_rwlock_destroy(rw)
+        rw.deallocate()
+    }
+
+    func set(_ engine: SQLEngine) {
+        pthread_rwlock_wrlock(rw)
+        current = engine
+        pthread_rwlock_unlock(rw)
+    }
+
+    /// Runs one call on the engine, holding the lock shared so that a rekey waits for running calls.
+    func with<R>(_ body: (SQLEngine) throws -> R) throws -> R {
+        pthread_rwlock_rdlock(rw)
+        defer { pthread_rwlock_unlock(rw) }
+        guard let current, !closed else { throw LocalStoreError.closed() }
+        return try body(current)
+    }
+
+    func replace(_ body: (SQLEngine) throws -> SQLEngine) throws {
+        pthread_rwlock_wrlock(rw)
+        defer { pthread_rwlock_unlock(rw) }
+        guard let engine = current, !closed else { throw LocalStoreError.closed() }
+        do {
+            current = try body(engine)
+        } catch {
+            // When the old engine was already closed (the file is rekeyed but could not be reopened), the
+            // store stays closed rather than half-keyed.
+            if engine.isClosed { closed = true }
+            throw error
+        }
+    }
+
+    func close() throws {
+        pthread_rwlock_wrlock(rw)
+        defer { pthread_rwlock_unlock(rw) }
+        closed = true
+        try current?.close()
+    }
+}

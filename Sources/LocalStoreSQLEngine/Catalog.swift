@@ -1,0 +1,157 @@
+import LocalStore
+
+/// Names of the SQL objects the engine creates.
+///
+/// User tables keep their defined name as SQL table name, so raw SQL reads naturally — except names
+/// starting with `sqlite_` (reserved by SQLite), which get the prefix `localstore:`. Every object the
+/// engine adds on its own (metadata tables, indexes) has a `:` in its name: user identifiers
+/// (`^[A-Za-z_][A-Za-z0-9_]*$`) cannot contain one, so no user table can ever collide with them.
+enum SQLNames {
+    static let metaTable = "localstore:meta"
+    static let schemaTable = "localstore:schema"
+    static let internalPrefix = "localstore:"
+
+    /// `"name"` with embedded quotes doubled.
+    static func quote(_ name: String) -> String {
+        if !name.utf8.contains(UInt8(ascii: "\"")) { return "\"" + name + "\"" }
+        return "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// The SQL table name for the user-visible table `name`.
+    static func table(for name: String) -> String {
+        Identifier.fold(name).hasPrefix("sqlite_") ? internalPrefix + name : name
+    }
+
+    /// The name of the index `label` of SQL table `table`.
+    static func index(table: String, _ label: String) -> String {
+        internalPrefix + "index:" + table + ":" + label
+    }
+
+    /// The declared SQL type of a column of `type`. The names carry the LocalStore type (the raw-SQL
+    /// escape hatch maps results back with them) and select the right affinity:
+    ///
+    /// | type | declared | affinity | stored as |
+    /// | --- | --- | --- | --- |
+    /// | string | TEXT | TEXT | TEXT |
+    /// | integer | INTEGER | INTEGER | INTEGER |
+    /// | boolean | BOOLEAN | NUMERIC | INTEGER 0 / 1 |
+    /// | double | DOUBLE_BLOB | BLOB (none) | REAL |
+    /// | date | DATE_BLOB | BLOB (none) | REAL (`timeIntervalSinceReferenceDate`) |
+    /// | binary | BLOB | BLOB | BLOB |
+    /// | json | JSON_TEXT | TEXT | TEXT (`JSON.jsonText`) |
+    ///
+    /// Doubles and dates deliberately get no REAL affinity: SQLite converts a REAL with no fractional
+    /// part to an integer before storing it in a REAL-affinity column, which turns `-0.0` into `0`.
+    /// Without affinity the 8-byte double is stored as given.
+    static func declaredType(_ type: ColumnType) -> String {
+        switch type {
+        case .string: return "TEXT"
+        case .integer: return "INTEGER"
+        case .boolean: return "BOOLEAN"
+        case .double: return "DOUBLE_BLOB"
+        case .date: return "DATE_BLOB"
+        case .binary: return "BLOB"
+        case .json: return "JSON_TEXT"
+        }
+    }
+
+    /// The LocalStore type a declared SQL type stands for (raw SQL results).
+    static func columnType(declared: String?) -> ColumnType? {
+        switch declared?.uppercased() {
+        case "TEXT": return .string
+        case "INTEGER": return .integer
+        case "BOOLEAN": return .boolean
+        case "DOUBLE_BLOB": return .double
+        case "DATE_BLOB": return .date
+        case "BLOB": return .binary
+        case "JSON_TEXT": return .json
+        default: return nil
+        }
+    }
+}
+
+/// What a table is to the engine.
+enum TableKind: Int, Sendable {
+    case user = 0, operations = 1, errors = 2, config = 3
+}
+
+/// A table known to the engine: its schema, SQL name and kind.
+struct TableInfo: Sendable {
+    let schema: TableSchema
+    let sqlName: String
+    let kind: TableKind
+    /// The quoted SQL table name.
+    let quotedName: String
+    /// The quoted column names, in schema order.
+    let quotedColumns: [String]
+
+    init(schema: TableSchema, sqlName: String, kind: TableKind) {
+        self.schema = schema
+        self.sqlName = sqlName
+        self.kind = kind
+        quotedName = SQLNames.quote(sqlName)
+        quotedColumns = schema.columns.map { SQLNames.quote($0.name) }
+    }
+
+    var idColumn: String { quotedColumns[schema.idIndex] }
+
+    /// `CREATE TABLE` for the whole schema.
+    var createSQL: String {
+        let columns = schema.columns.enumerated().map { n, c in TableInfo.columnDefinition(c, isId: n == schema.idIndex) }
+        return "CREATE TABLE \(quotedName) (\(columns.joined(separator: ", ")))"
+    }
+
+    static func columnDefinition(_ c: Column, isId: Bool) -> String {
+        let name = SQLNames.quote(c.name)
+        if isId {
+            // An integer id is the rowid (numeric order); a string id matches with SQLite's NOCASE.
+            return c.type == .integer ? "\(name) INTEGER PRIMARY KEY" : "\(name) TEXT COLLATE NOCASE PRIMARY KEY NOT NULL"
+        }
+        return "\(name) \(SQLNames.declaredType(c.type))"
+    }
+
+    /// The indexes the table should have: `(name, CREATE INDEX statement)`.
+    var indexes: [(name: String, sql: String)] {
+        func make(_ label: String, _ columns: [String]) -> (name: String, sql: String) {
+            let name = SQLNames.index(table: sqlName, label)
+            return (name, "CREATE INDEX IF NOT EXISTS \(SQLNames.quote(name)) ON \(quotedName) (\(columns.joined(separator: ", ")))")
+        }
+        func col(_ name: String) -> String {
+            let c = schema.column(named: name)
+            let q = SQLNames.quote(c?.name ?? name)
+            return c?.type == .string && Identifier.fold(name) == "itemid" ? q + " COLLATE NOCASE" : q
+        }
+        switch kind {
+        case .operations: return [make("table_itemId", [col("table"), col("itemId")])]
+        case .errors: return [make("operationId", [col("operationId")])]
+        case .config: return [make("table_key_keyType", [col("table"), col("key"), col("keyType")])]
+        case .user:
+            return schema.columns.enumerated().compactMap { n, c in
+                c.indexed && n != schema.idIndex ? make(c.name, [SQLNames.quote(c.name)]) : nil
+            }
+        }
+    }
+
+    /// The columns as stored in the metadata table: a JSON array of `{name, type, indexed}`.
+    var columnsJSON: String {
+        JSON.array(
+            schema.columns.map {
+                JSON.object(["name": .string($0.name), "type": .string($0.type.rawValue), "indexed": .bool($0.indexed)])
+            }
+        ).jsonText
+    }
+
+    static func columns(fromJSON text: String) -> [Column]? {
+        guard case .array(let items)? = try? JSON(parsing: text) else { return nil }
+        var columns: [Column] = []
+        for item in items {
+            guard case .object(let o) = item, case .string(let name)? = o["name"], case .string(let t)? = o["type"],
+                let type = ColumnType(rawValue: t)
+            else { return nil }
+            var indexed = false
+            if case .bool(let b)? = o["indexed"] { indexed = b }
+            columns.append(Column(name, type, indexed: indexed))
+        }
+        return columns
+    }
+}

@@ -1,0 +1,372 @@
+import Foundation
+import LocalStore
+
+/// One SQLite connection and its prepared-statement cache.
+///
+/// Not thread-safe: the engine hands a connection to one thread at a time (the writer under the
+/// writer lock, readers through the pool).
+final class Connection {
+    let api: SQLiteAPI
+    let db: OpaquePointer
+    let path: String
+    /// `SQLITE_LIMIT_VARIABLE_NUMBER` of this connection (999 before SQLite 3.32, 32766 after).
+    let variableLimit: Int
+    /// Whether the `localstore_*` SQL functions are registered on this connection.
+    private(set) var hasFunctions = false
+
+    private struct Cached {
+        var statement: OpaquePointer
+        var lastUse: UInt64
+    }
+    private var cache: [String: Cached] = [:]
+    private var useCounter: UInt64 = 0
+    private let cacheCapacity: Int
+    private var isClosed = false
+
+    private init(api: SQLiteAPI, db: OpaquePointer, path: String, cacheCapacity: Int) {
+        self.api = api
+        self.db = db
+        self.path = path
+        self.cacheCapacity = cacheCapacity
+        self.variableLimit = Int(max(1, api.limit(db, SQLite.LIMIT_VARIABLE_NUMBER, -1)))
+    }
+
+    deinit { close() }
+
+    /// Opens a connection and runs `hook` on it right after `sqlite3_open_v2`. Nothing is read or
+    /// written yet; the caller verifies the file.
+    static func open(
+        path: String, create: Bool, api: SQLiteAPI, cacheCapacity: Int, hook: SQLEngine.OpenHook?
+    ) throws -> Connection {
+        var handle: OpaquePointer?
+        let flags = SQLite.OPEN_READWRITE | (create ? SQLite.OPEN_CREATE : 0) | SQLite.OPEN_NOMUTEX
+        let rc = api.open_v2(path, &handle, flags, nil)
+        guard let db = handle else {
+            throw LocalStoreError(.internal, "sqlite: cannot allocate a connection for '\(path)' (code \(rc))")
+        }
+        if rc != SQLite.OK {
+            let error = SQLiteError.make(rc, message: SQLiteError.message(api, db, rc), context: "cannot open '\(path)'")
+            _ = api.close_v2(db)
+            throw error
+        }
+        let connection = Connection(api: api, db: db, path: path, cacheCapacity: cacheCapacity)
+        if let hook {
+            do {
+                try hook(db, api)
+            } catch {
+                connection.close()
+                throw error
+            }
+        }
+        return connection
+    }
+
+    /// Finalizes every cached statement and closes the connection (idempotent).
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        for (_, c) in cache { _ = api.finalize(c.statement) }
+        cache.removeAll()
+        _ = api.close_v2(db)
+    }
+
+    /// Registers the `localstore_*` SQL functions (see ``SQLFunctions``).
+    func registerFunctions() {
+        hasFunctions = SQLFunctions.register(on: db, api: api)
+    }
+
+    // MARK: Errors
+
+    func error(_ rc: Int32, _ context: String) -> LocalStoreError {
+        SQLiteError.make(rc, message: SQLiteError.message(api, db, rc), context: context)
+    }
+
+    var isInTransaction: Bool { api.get_autocommit(db) == 0 }
+
+    // MARK: Statements
+
+    /// Runs `sql` (no parameters, no result rows expected) with a cached statement.
+    func execute(_ sql: String) throws {
+        try withStatement(sql) { try $0.run() }
+    }
+
+    /// Runs a `PRAGMA` or query that returns one text value.
+    /// The first column of every row of `sql`, as text (`NULL` for null).
+    func pragmaRows(_ sql: String) throws -> [String] {
+        try withStatement(sql) { stmt in
+            var out: [String] = []
+            while try stmt.step() { out.append(stmt.isNull(0) ? "NULL" : stmt.text(0)) }
+            return out
+        }
+    }
+
+    /// Every column of every row of `sql`, as text.
+    func pragmaRowsAllColumns(_ sql: String) throws -> [[String]] {
+        try withStatement(sql) { stmt in
+            var out: [[String]] = []
+            let n = api.column_count(stmt.handle)
+            while try stmt.step() { out.append((0..<n).map { stmt.isNull($0) ? "NULL" : stmt.text($0) }) }
+            return out
+        }
+    }
+
+    func scalarText(_ sql: String) throws -> String? {
+        try withStatement(sql) { s in try s.step() ? s.text(0) : nil }
+    }
+
+    /// Runs a query that returns one integer.
+    func scalarInt(_ sql: String, _ arguments: [Value] = []) throws -> Int64? {
+        try withStatement(sql) { s in
+            try s.bind(arguments)
+            return try s.step() ? s.int64(0) : nil
+        }
+    }
+
+    /// Runs `body` with a prepared statement for `sql`, taken from the cache (or prepared) and
+    /// returned to it (reset, bindings cleared) afterwards.
+    /// With `fallbackOnSizeLimit`, a statement SQLite refuses for its size (see
+    /// ``PrepareFailure/isSizeLimit``) throws ``NeedsFallback``.
+    func withStatement<R>(_ sql: String, fallbackOnSizeLimit: Bool = false, _ body: (Statement) throws -> R) throws -> R {
+        let statement: Statement
+        do {
+            statement = try take(sql)
+        } catch {
+            if fallbackOnSizeLimit && error.isSizeLimit { throw NeedsFallback() }
+            throw error.asStoreError
+        }
+        defer { give(sql, statement.handle) }
+        return try body(statement)
+    }
+
+    /// Prepares the first statement of `sql` without caching; the caller finalizes it. Returns `nil`
+    /// when `sql` holds no statement (only whitespace or comments), and the text after the statement.
+    func prepareUncached(_ sql: String) throws(PrepareFailure) -> (OpaquePointer?, tail: String) {
+        var handle: OpaquePointer?
+        var rest = ""
+        let rc = sql.withCString { text -> Int32 in
+            var tail: UnsafePointer<CChar>?
+            let r = api.prepare_v2(db, text, -1, &handle, &tail)
+            if let tail { rest = String(cString: tail) }
+            return r
+        }
+        guard rc == SQLite.OK else {
+            if let handle { _ = api.finalize(handle) }
+            throw PrepareFailure(code: rc, message: SQLiteError.message(api, db, rc), sql: sql)
+        }
+        return (handle, rest)
+    }
+
+    private func take(_ sql: String) throws(PrepareFailure) -> Statement {
+        if let c = cache.removeValue(forKey: sql) { return Statement(c.statement, self) }
+        var handle: OpaquePointer?
+        let rc = api.prepare_v2(db, sql, -1, &handle, nil)
+        guard rc == SQLite.OK, let handle else {
+            if let handle { _ = api.finalize(handle) }
+            throw PrepareFailure(code: rc == SQLite.OK ? SQLite.ERROR : rc, message: SQLiteError.message(api, db, rc), sql: sql)
+        }
+        return Statement(handle, self)
+    }
+
+    private func give(_ sql: String, _ handle: OpaquePointer) {
+        _ = api.reset(handle)
+        _ = api.clear_bindings(handle)
+        if isClosed || cache[sql] != nil {
+            _ = api.finalize(handle)
+            return
+        }
+        useCounter &+= 1
+        cache[sql] = Cached(statement: handle, lastUse: useCounter)
+        if cache.count > cacheCapacity, let oldest = cache.min(by: { $0.value.lastUse < $1.value.lastUse }) {
+            _ = api.finalize(oldest.value.statement)
+            cache.removeValue(forKey: oldest.key)
+        }
+    }
+}
+
+/// A failed `sqlite3_prepare_v2`, kept apart so a query compiler can fall back when SQLite refuses a
+/// statement for its size (parser stack, expression depth, variable count).
+struct PrepareFailure: Error {
+    let code: Int32
+    let message: String
+    let sql: String
+
+    /// Whether SQLite refused the statement only because it is too large or too deeply nested.
+    var isSizeLimit: Bool {
+        guard code & 0xFF == SQLite.ERROR else { return false }
+        let m = message.lowercased()
+        return m.contains("parser stack overflow") || m.contains("expression tree is too large")
+            || m.contains("too many sql variables") || m.contains("too many terms")
+    }
+
+    var asStoreError: LocalStoreError { SQLiteError.make(code, message: message, context: "cannot prepare SQL") }
+}
+
+/// A prepared statement borrowed from a ``Connection``.
+struct Statement {
+    let handle: OpaquePointer
+    unowned let connection: Connection
+
+    init(_ handle: OpaquePointer, _ connection: Connection) {
+        self.handle = handle
+        self.connection = connection
+    }
+
+    private var api: SQLiteAPI { connection.api }
+
+    // MARK: Binding
+
+    func bind(_ values: [Value], from first: Int32 = 1) throws {
+        var n = first
+        for v in values {
+            try bind(v, at: n)
+            n += 1
+        }
+    }
+
+    func bind(_ value: Value, at n: Int32) throws {
+        let rc: Int32
+        switch value {
+        case .null: rc = api.bind_null(handle, n)
+        case .bool(let b): rc = api.bind_int64(handle, n, b ? 1 : 0)
+        case .int(let i): rc = api.bind_int64(handle, n, i)
+        case .double(let d): rc = api.bind_double(handle, n, d)
+        case .date(let d): rc = api.bind_double(handle, n, d.timeIntervalSinceReferenceDate)
+        case .string(let s): rc = try bindText(s, at: n)
+        case .json(let j): rc = try bindText(j.jsonText, at: n)
+        case .binary(let bytes):
+            if bytes.isEmpty {
+                // A NULL pointer would bind SQL NULL; an empty blob is a zero-length zeroblob.
+                rc = api.bind_zeroblob(handle, n, 0)
+            } else {
+                guard bytes.count <= Int(Int32.max) else { throw SQLiteError.tooBig(bytes.count) }
+                rc = bytes.withUnsafeBytes { buf in
+                    api.bind_blob(handle, n, buf.baseAddress, Int32(buf.count), SQLite.TRANSIENT)
+                }
+            }
+        }
+        if rc != SQLite.OK { throw connection.error(rc, "cannot bind parameter \(n)") }
+    }
+
+    private func bindText(_ s: String, at n: Int32) throws -> Int32 {
+        var s = s
+        return try s.withUTF8 { buf -> Int32 in
+            guard buf.count <= Int(Int32.max) else { throw SQLiteError.tooBig(buf.count) }
+            if buf.isEmpty {
+                return "".withCString { api.bind_text(handle, n, $0, 0, SQLite.TRANSIENT) }
+            }
+            return buf.withMemoryRebound(to: CChar.self) { chars in
+                api.bind_text(handle, n, chars.baseAddress, Int32(chars.count), SQLite.TRANSIENT)
+            }
+        }
+    }
+
+    // MARK: Stepping
+
+    /// Steps once: `true` when a row is available, `false` when done.
+    func step() throws -> Bool {
+        let rc = api.step(handle)
+        if rc == SQLite.ROW { return true }
+        if rc == SQLite.DONE { return false }
+        throw connection.error(rc, "cannot run SQL")
+    }
+
+    /// Steps to the end, ignoring rows.
+    func run() throws {
+        while try step() {}
+    }
+
+    // MARK: Columns
+
+    var columnCount: Int32 { api.column_count(handle) }
+
+    func isNull(_ n: Int32) -> Bool { api.column_type(handle, n) == SQLite.NULL }
+
+    func int64(_ n: Int32) -> Int64 { api.column_int64(handle, n) }
+
+    func double(_ n: Int32) -> Double { api.column_double(handle, n) }
+
+    func text(_ n: Int32) -> String {
+        guard let p = api.column_text(handle, n) else { return "" }
+        let count = Int(api.column_bytes(handle, n))
+        return String(decoding: UnsafeBufferPointer(start: p, count: count), as: UTF8.self)
+    }
+
+    func blob(_ n: Int32) -> [UInt8] {
+        let p = api.column_blob(handle, n)
+        let count = Int(api.column_bytes(handle, n))
+        guard let p, count > 0 else { return [] }
+        return Array(UnsafeRawBufferPointer(start: p, count: count))
+    }
+
+    /// The value of column `n` read as a value of `type` (see the type mapping in docs/sqlite.md).
+    func value(_ n: Int32, as type: ColumnType) throws -> Value {
+        let storage = api.column_type(handle, n)
+        if storage == SQLite.NULL { return .null }
+        switch type {
+        case .string: return .string(text(n))
+        case .integer: return .int(int64(n))
+        case .boolean: return .bool(int64(n) != 0)
+        // REAL values with no fractional part may be stored as integers; column_double restores them.
+        case .double: return .double(double(n))
+        case .date: return .date(Date(timeIntervalSinceReferenceDate: double(n)))
+        case .binary: return .binary(blob(n))
+        case .json:
+            let raw = text(n)
+            do {
+                return .json(try JSON(parsing: raw))
+            } catch {
+                throw LocalStoreError(.corrupt, "a json column holds text that is not JSON: \(Value.string(raw))")
+            }
+        }
+    }
+
+    /// The value of column `n` by its storage class (for raw SQL results).
+    func dynamicValue(_ n: Int32) -> Value {
+        switch api.column_type(handle, n) {
+        case SQLite.INTEGER: return .int(int64(n))
+        case SQLite.FLOAT: return .double(double(n))
+        case SQLite.TEXT: return .string(text(n))
+        case SQLite.BLOB: return .binary(blob(n))
+        default: return .null
+        }
+    }
+
+    func columnName(_ n: Int32) -> String {
+        api.column_name(handle, n).map { String(cString: $0) } ?? "column\(n)"
+    }
+
+    func declaredType(_ n: Int32) -> String? {
+        api.column_decltype(handle, n).map { String(cString: $0) }
+    }
+}
+
+/// Mapping of SQLite result codes to ``LocalStoreError`` codes.
+package enum SQLiteError {
+    static func message(_ api: SQLiteAPI, _ db: OpaquePointer?, _ rc: Int32) -> String {
+        if let db, let m = api.errmsg(db) { return String(cString: m) }
+        if let m = api.errstr(rc) { return String(cString: m) }
+        return "error \(rc)"
+    }
+
+    /// The ``LocalStoreError`` for SQLite result code `rc` (primary or extended), keeping SQLite's message.
+    package static func make(_ rc: Int32, message: String, context: String) -> LocalStoreError {
+        let code: LocalStoreError.Code
+        switch rc & 0xFF {
+        case SQLite.BUSY, SQLite.LOCKED, SQLite.PROTOCOL: code = .busy
+        case SQLite.FULL: code = .full
+        case SQLite.CORRUPT: code = .corrupt
+        case SQLite.NOTADB: code = .notADatabase
+        case SQLite.READONLY, SQLite.PERM: code = .readOnly
+        case SQLite.IOERR, SQLite.CANTOPEN, SQLite.NOLFS: code = .ioError
+        case SQLite.CONSTRAINT: code = .constraint
+        case SQLite.MISUSE: code = .misuse
+        case SQLite.TOOBIG: code = .invalidValue
+        default: code = .internal
+        }
+        return LocalStoreError(code, "sqlite: \(context): \(message) (code \(rc))")
+    }
+
+    static func tooBig(_ count: Int) -> LocalStoreError {
+        LocalStoreError(.invalidValue, "a value of \(count) bytes is too large for SQLite")
+    }
+}

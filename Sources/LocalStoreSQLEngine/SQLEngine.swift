@@ -1,0 +1,651 @@
+import Foundation
+import LocalStore
+import Synchronization
+
+/// The SQL backend's engine: a ``LocalStore`` over SQLite reached through a ``SQLiteAPI`` table.
+///
+/// `LocalStoreSQLite` wraps it with the system `libsqlite3`; a SQLCipher backend can wrap it with a
+/// table loaded by `dlopen` and an ``OpenHook`` that applies the key.
+///
+/// - One writer connection (WAL journal) behind a lock; `write {}` is `BEGIN IMMEDIATE` … `COMMIT`,
+///   rolled back on every error path. Calls on a transaction made inside a user's `write {}` body run
+///   in a savepoint, so a failed call leaves the transaction as it was.
+/// - A pool of reader connections (`PRAGMA query_only`), opened on demand: reads run concurrently with
+///   each other and with a write transaction, on the last committed state.
+/// - Table definitions live in the file (``SQLNames/schemaTable``), so a store reopens without
+///   redefining its tables.
+package final class SQLEngine: @unchecked Sendable {
+    /// Runs on every connection right after `sqlite3_open_v2`, before anything is read (SQLCipher
+    /// applies the key here).
+    package typealias OpenHook = @Sendable (_ db: OpaquePointer, _ api: SQLiteAPI) throws -> Void
+
+    /// Tuning of an engine.
+    package struct Configuration: Sendable {
+        /// `PRAGMA synchronous = FULL` instead of `NORMAL`.
+        package var synchronousFull: Bool
+        /// `sqlite3_busy_timeout` of every connection, in milliseconds.
+        package var busyTimeoutMilliseconds: Int32
+        /// The largest number of reader connections.
+        package var maximumReaderCount: Int
+        /// Prepared statements kept per connection.
+        package var statementCacheCapacity: Int
+
+        package init(
+            synchronousFull: Bool = false, busyTimeoutMilliseconds: Int32 = 5000, maximumReaderCount: Int = 4,
+            statementCacheCapacity: Int = 64
+        ) {
+            self.synchronousFull = synchronousFull
+            self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
+            self.maximumReaderCount = maximumReaderCount
+            self.statementCacheCapacity = statementCacheCapacity
+        }
+    }
+
+    /// The version of the file layout this engine writes (metadata row `format`).
+    package static let formatVersion: Int64 = 1
+
+    package let systemTableNames: SystemTableNames
+    package let path: String
+    let api: SQLiteAPI
+    let configuration: Configuration
+    let openHook: OpenHook?
+
+    private let writerLock = PThreadMutex()
+    private let writerThread = WriterThread()
+    // Guarded by writerLock.
+    private var writer: Connection?
+    private var writerClosed = false
+
+    private let pool = PThreadMutex()
+    // Guarded by pool.
+    private var idleReaders: [Connection] = []
+    private var openReaders = 0
+    private var isClosedFlag = false
+
+    /// Tables by folded name. Replaced only after the transaction that changed the file committed.
+    private let catalog = Mutex<[String: TableInfo]>([:])
+    private let fallbackCounter = Atomic<Int>(0)
+
+    /// Opens (creating when needed) the store at `path`.
+    ///
+    /// Nothing is written before the file is known to be readable by this library and to be either
+    /// empty or a LocalStore store: a file that is not is left byte for byte untouched.
+    package init(
+        path: String, systemTableNames: SystemTableNames, configuration: Configuration, api: SQLiteAPI,
+        openHook: OpenHook? = nil
+    ) throws {
+        try systemTableNames.validate()
+        guard !path.isEmpty, path != ":memory:", !path.hasPrefix("file:") else {
+            throw LocalStoreError(.unsupported, "the SQLite backend needs a file path, not \(Value.string(path))")
+        }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw LocalStoreError(.notADatabase, "'\(path)' is a directory, not a SQLite store")
+        }
+        self.path = path
+        self.systemTableNames = systemTableNames
+        self.configuration = configuration
+        self.api = api
+        self.openHook = openHook
+        let w = try openConnection(create: true)
+        do {
+            let tables = try setUp(w)
+            catalog.withLock { $0 = tables }
+        } catch {
+            w.close()
+            throw error
+        }
+        writer = w
+    }
+
+    deinit {
+        writer?.close()
+        for c in idleReaders { c.close() }
+    }
+
+    /// How many queries were evaluated in Swift because SQL could not express them on a connection.
+    package var fallbackCount: Int { fallbackCounter.load(ordering: .relaxed) }
+
+    func noteFallback() { fallbackCounter.add(1, ordering: .relaxed) }
+
+    /// `SQLITE_LIMIT_VARIABLE_NUMBER` of the connections, and whether the `localstore_*` SQL functions
+    /// are registered on them.
+    package func connectionLimits() throws -> (variables: Int, hasFunctions: Bool) {
+        try withReader { ($0.connection.variableLimit, $0.connection.hasFunctions) }
+    }
+
+    func tableInfo(_ name: String) -> TableInfo? {
+        let key = Identifier.fold(name)
+        return catalog.withLock { $0[key] }
+    }
+
+    // MARK: Opening
+
+    private func openConnection(create: Bool) throws -> Connection {
+        let c = try Connection.open(
+            path: path, create: create, api: api, cacheCapacity: configuration.statementCacheCapacity, hook: openHook)
+        _ = api.busy_timeout(c.db, configuration.busyTimeoutMilliseconds)
+        return c
+    }
+
+    private func configureWriter(_ w: Connection) throws {
+        try w.execute("PRAGMA synchronous = \(configuration.synchronousFull ? "FULL" : "NORMAL")")
+        w.registerFunctions()
+    }
+
+    private static let metaExists = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1"
+
+    /// Verifies the file, switches it to WAL, creates the metadata and system tables of a new store and
+    /// loads the catalog.
+    private func setUp(_ w: Connection) throws -> [String: TableInfo] {
+        // Reading the schema fails with SQLITE_NOTADB for a file that is not a (readable) database.
+        let objects = try w.scalarInt("SELECT count(*) FROM sqlite_master") ?? 0
+        let hasMeta = (try w.scalarInt(SQLEngine.metaExists, [.string(SQLNames.metaTable)]) ?? 0) > 0
+        if !hasMeta && objects > 0 {
+            throw LocalStoreError(
+                .notADatabase, "'\(path)' is a SQLite database but not a LocalStore store (it has no \(SQLNames.metaTable) table)")
+        }
+        if hasMeta { try checkMeta(w) }
+        // The file is ours (or empty): from here on it may be written.
+        let mode = try w.scalarText("PRAGMA journal_mode = WAL")
+        guard mode?.lowercased() == "wal" else {
+            throw LocalStoreError(.unsupported, "SQLite cannot use a WAL journal for '\(path)' (journal mode \(mode ?? "?"))")
+        }
+        try configureWriter(w)
+        if !hasMeta {
+            try w.execute("BEGIN IMMEDIATE")
+            do {
+                // Another connection may have initialized the file meanwhile.
+                if (try w.scalarInt(SQLEngine.metaExists, [.string(SQLNames.metaTable)]) ?? 0) == 0 {
+                    try initialize(w)
+                }
+                try w.execute("COMMIT")
+            } catch {
+                Self.rollback(w)
+                throw error
+            }
+            try checkMeta(w)
+        }
+        return try loadCatalog(w)
+    }
+
+    private func checkMeta(_ w: Connection) throws {
+        let meta = "SELECT value FROM \(SQLNames.quote(SQLNames.metaTable)) WHERE key = ?1"
+        let format = try w.withStatement(meta) { s -> Int64? in
+            try s.bind(.string("format"), at: 1)
+            return try s.step() ? s.int64(0) : nil
+        }
+        guard let format, format >= 1 else {
+            throw LocalStoreError(.corrupt, "'\(path)' has no valid LocalStore format version")
+        }
+        guard format <= SQLEngine.formatVersion else {
+            throw LocalStoreError(
+                .versionMismatch,
+                "'\(path)' has LocalStore SQLite format \(format); this version reads format \(SQLEngine.formatVersion) and older")
+        }
+        for (key, wanted) in [
+            ("operations", systemTableNames.operations), ("errors", systemTableNames.errors), ("config", systemTableNames.config),
+        ] {
+            let stored = try w.withStatement(meta) { s -> String? in
+                try s.bind(.string(key), at: 1)
+                return try s.step() ? s.text(0) : nil
+            }
+            guard let stored, Identifier.fold(stored) == Identifier.fold(wanted) else {
+                throw LocalStoreError(
+                    .schemaConflict,
+                    "'\(path)' was created with the \(key) table '\(stored ?? "?")'; it cannot be opened with '\(wanted)'")
+            }
+        }
+    }
+
+    /// The system tables with the same `indexed` flags as the other backends.
+    private var systemTables: [TableInfo] {
+        func withIndex(_ s: TableSchema, _ column: String) -> TableSchema {
+            TableSchema(name: s.name, columns: s.columns.map { Column($0.name, $0.type, indexed: $0.name == column) })
+        }
+        return [
+            TableInfo(
+                schema: withIndex(systemTableNames.operationsSchema, "table"),
+                sqlName: SQLNames.table(for: systemTableNames.operations), kind: .operations),
+            TableInfo(
+                schema: withIndex(systemTableNames.errorsSchema, "operationId"),
+                sqlName: SQLNames.table(for: systemTableNames.errors), kind: .errors),
+            TableInfo(
+                schema: withIndex(systemTableNames.configSchema, "table"),
+                sqlName: SQLNames.table(for: systemTableNames.config), kind: .config),
+        ]
+    }
+
+    private func initialize(_ w: Connection) throws {
+        try w.execute(
+            "CREATE TABLE \(SQLNames.quote(SQLNames.metaTable)) (key TEXT PRIMARY KEY NOT NULL, value)")
+        try w.execute(
+            "CREATE TABLE \(SQLNames.quote(SQLNames.schemaTable)) (name TEXT COLLATE NOCASE PRIMARY KEY NOT NULL, "
+                + "sqlName TEXT NOT NULL, kind INTEGER NOT NULL, columns TEXT NOT NULL)")
+        let insertMeta = "INSERT INTO \(SQLNames.quote(SQLNames.metaTable)) (key, value) VALUES (?1, ?2)"
+        for (key, value) in [
+            ("format", Value.int(SQLEngine.formatVersion)), ("operations", .string(systemTableNames.operations)),
+            ("errors", .string(systemTableNames.errors)), ("config", .string(systemTableNames.config)),
+        ] {
+            try w.withStatement(insertMeta) { s in
+                try s.bind([.string(key), value])
+                try s.run()
+            }
+        }
+        for t in systemTables {
+            try w.execute(t.createSQL)
+            for index in t.indexes { try w.execute(index.sql) }
+            try saveDefinition(t, on: w)
+        }
+    }
+
+    private func saveDefinition(_ t: TableInfo, on w: Connection) throws {
+        let sql = "INSERT OR REPLACE INTO \(SQLNames.quote(SQLNames.schemaTable)) (name, sqlName, kind, columns) VALUES (?1, ?2, ?3, ?4)"
+        try w.withStatement(sql) { s in
+            try s.bind([.string(t.schema.name), .string(t.sqlName), .int(Int64(t.kind.rawValue)), .string(t.columnsJSON)])
+            try s.run()
+        }
+    }
+
+    private func loadCatalog(_ w: Connection) throws -> [String: TableInfo] {
+        let sql = "SELECT name, sqlName, kind, columns FROM \(SQLNames.quote(SQLNames.schemaTable))"
+        var tables: [String: TableInfo] = [:]
+        try w.withStatement(sql) { s in
+            while try s.step() {
+                let name = s.text(0)
+                guard let kind = TableKind(rawValue: Int(s.int64(2))), let columns = TableInfo.columns(fromJSON: s.text(3))
+                else {
+                    throw LocalStoreError(.corrupt, "the definition of table '\(name)' in '\(path)' cannot be read", table: name)
+                }
+                tables[Identifier.fold(name)] = TableInfo(
+                    schema: TableSchema(name: name, columns: columns), sqlName: s.text(1), kind: kind)
+            }
+        }
+        for t in systemTables where tables[Identifier.fold(t.schema.name)]?.kind != t.kind {
+            throw LocalStoreError(.corrupt, "'\(path)' lacks the system table '\(t.schema.name)'", table: t.schema.name)
+        }
+        return tables
+    }
+
+    // MARK: Connections
+
+    private func checkOpen() throws {
+        if pool.withLock({ isClosedFlag }) { throw LocalStoreError.closed() }
+    }
+
+    /// The writer connection, reopened if an earlier failure discarded it. Caller holds `writerLock`.
+    private func writerConnection() throws -> Connection {
+        guard !writerClosed else { throw LocalStoreError.closed() }
+        if let w = writer { return w }
+        let w = try openConnection(create: false)
+        do {
+            try configureWriter(w)
+        } catch {
+            w.close()
+            throw error
+        }
+        writer = w
+        return w
+    }
+
+    private func acquireReader() throws -> Connection {
+        pool.lock()
+        while true {
+            if isClosedFlag {
+                pool.unlock()
+                throw LocalStoreError.closed()
+            }
+            if let c = idleReaders.popLast() {
+                pool.unlock()
+                return c
+            }
+            if openReaders < max(1, configuration.maximumReaderCount) {
+                openReaders += 1
+                pool.unlock()
+                do {
+                    let c = try openConnection(create: false)
+                    do {
+                        try c.execute("PRAGMA query_only = 1")
+                        c.registerFunctions()
+                    } catch {
+                        c.close()
+                        throw error
+                    }
+                    return c
+                } catch {
+                    pool.withLock {
+                        openReaders -= 1
+                        pool.broadcast()
+                    }
+                    throw error
+                }
+            }
+            pool.wait()
+        }
+    }
+
+    private func releaseReader(_ c: Connection) {
+        if c.isInTransaction { try? c.execute("ROLLBACK") }
+        pool.withLock {
+            if isClosedFlag || c.isInTransaction {
+                c.close()
+                openReaders -= 1
+            } else {
+                idleReaders.append(c)
+            }
+            pool.broadcast()
+        }
+    }
+
+    /// Runs `body` on a reader connection (outside any transaction).
+    private func withReader<R>(_ body: (Session) throws -> R) throws -> R {
+        try writerThread.check()
+        let c = try acquireReader()
+        defer { releaseReader(c) }
+        return try body(Session(engine: self, connection: c))
+    }
+
+    static func rollback(_ c: Connection) {
+        if c.isInTransaction { try? c.execute("ROLLBACK") }
+    }
+
+    /// Starts a write transaction on the writer, first ending one a failed ROLLBACK may have left.
+    /// Caller holds `writerLock`.
+    private func beginImmediate(_ w: Connection) throws {
+        if w.isInTransaction { Self.rollback(w) }
+        try w.execute("BEGIN IMMEDIATE")
+    }
+
+    /// Rolls back after a failure; when even that fails, closes the writer (closing rolls back) so
+    /// that the next write opens a fresh connection. Caller holds `writerLock`.
+    private func abandon(_ w: Connection) {
+        Self.rollback(w)
+        if w.isInTransaction {
+            w.close()
+            writer = nil
+        }
+    }
+
+    /// Runs `body` in a write transaction on the writer connection.
+    private func transaction<R>(implicit: Bool, _ body: (SQLTransaction) throws -> R) throws -> R {
+        try writerThread.check()
+        return try writerLock.withLock {
+            let w = try writerConnection()
+            writerThread.set()
+            defer { writerThread.clear() }
+            try beginImmediate(w)
+            let tx = SQLTransaction(session: Session(engine: self, connection: w), isImplicit: implicit)
+            defer { tx.end() }
+            do {
+                let result = try body(tx)
+                tx.end()
+                if let failure = tx.failure { throw failure }
+                try w.execute("COMMIT")
+                return result
+            } catch {
+                abandon(w)
+                throw error
+            }
+        }
+    }
+
+    // MARK: LocalStore
+
+    package func defineTable(_ schema: TableSchema) throws {
+        try writerThread.check()
+        try schema.validate()
+        guard !systemTableNames.isReserved(schema.name) else {
+            throw LocalStoreError(.reservedName, "'\(schema.name)' is the name of a system table", table: schema.name)
+        }
+        try writerLock.withLock {
+            let w = try writerConnection()
+            let existing = tableInfo(schema.name)
+            let updated: TableInfo
+            if let existing {
+                let merged = try existing.schema.merged(with: schema)
+                if merged == existing.schema { return }
+                updated = TableInfo(schema: merged, sqlName: existing.sqlName, kind: existing.kind)
+            } else {
+                updated = TableInfo(schema: schema, sqlName: SQLNames.table(for: schema.name), kind: .user)
+            }
+            try beginImmediate(w)
+            do {
+                if let existing {
+                    for c in updated.schema.columns where existing.schema.index(ofColumn: c.name) == nil {
+                        try w.execute(
+                            "ALTER TABLE \(updated.quotedName) ADD COLUMN \(TableInfo.columnDefinition(c, isId: false))")
+                    }
+                } else {
+                    try w.execute(updated.createSQL)
+                }
+                for index in updated.indexes { try w.execute(index.sql) }
+                try saveDefinition(updated, on: w)
+                try w.execute("COMMIT")
+            } catch {
+                abandon(w)
+                throw error
+            }
+            catalog.withLock { $0[Identifier.fold(updated.schema.name)] = updated }
+        }
+    }
+
+    package func tableSchemas() throws -> [TableSchema] {
+        try writerThread.check()
+        try checkOpen()
+        return catalog.withLock { $0.values.filter { $0.kind == .user }.map(\.schema) }
+            .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+    }
+
+    package func close() throws {
+        try writerThread.check()
+        pool.withLock {
+            isClosedFlag = true
+            for c in idleReaders { c.close() }
+            openReaders -= idleReaders.count
+            idleReaders = []
+        }
+        writerLock.withLock {
+            writerClosed = true
+            writer?.close()
+            writer = nil
+        }
+        // Readers still in use are closed when they come back.
+        pool.withLock {
+            while openReaders > 0 { pool.wait() }
+        }
+    }
+
+    /// Whether ``close()`` has run.
+    package var isClosed: Bool { pool.withLock { isClosedFlag } }
+
+    /// Opens every reader connection the configuration allows and keeps them idle, so that the open
+    /// hook has run on all of them before this returns (SQLCipher wipes its key afterwards).
+    package func openAllReaders() throws {
+        var opened: [Connection] = []
+        defer { for c in opened { releaseReader(c) } }
+        for _ in 0..<max(1, configuration.maximumReaderCount) { opened.append(try acquireReader()) }
+    }
+
+    /// Runs `body` with the writer's raw connection while no reader connection is open and no other
+    /// write can start (for `sqlite3_rekey`). Idle readers are closed first; it is `busy` when a reader
+    /// is in use. Readers opened later run the open hook again.
+    package func withExclusiveWriter<R>(_ body: (OpaquePointer, SQLiteAPI) throws -> R) throws -> R {
+        try writerThread.check()
+        return try writerLock.withLock {
+            try pool.withLock {
+                for c in idleReaders { c.close() }
+                openReaders -= idleReaders.count
+                idleReaders = []
+                guard openReaders == 0 else {
+                    throw LocalStoreError(.busy, "\(openReaders) reader connection(s) of '\(path)' are in use")
+                }
+            }
+            let w = try writerConnection()
+            return try body(w.db, api)
+        }
+    }
+
+    /// Copies every committed page from the write-ahead log into the database file and truncates the
+    /// log (`PRAGMA wal_checkpoint(TRUNCATE)`); `busy` when readers keep it from completing.
+    package func checkpoint() throws {
+        try writerThread.check()
+        try writerLock.withLock {
+            let w = try writerConnection()
+            let rows = try w.pragmaRowsAllColumns("PRAGMA wal_checkpoint(TRUNCATE)")
+            if let first = rows.first, first.first == "1" {
+                throw LocalStoreError(.busy, "the checkpoint of '\(path)' could not complete: a reader holds the log")
+            }
+        }
+    }
+
+    /// Runs each `PRAGMA <name>` (e.g. `integrity_check`) on a reader connection and returns every row
+    /// that is not `ok`.
+    package func integrityCheck(pragmas: [String]) throws -> [String] {
+        try withReader { session in
+            var problems: [String] = []
+            for pragma in pragmas {
+                for row in try session.connection.pragmaRows("PRAGMA \(pragma)") where row != "ok" {
+                    problems.append("\(pragma): \(row)")
+                }
+            }
+            return problems
+        }
+    }
+
+    package func schema(of table: String) throws -> TableSchema? {
+        try writerThread.check()
+        try checkOpen()
+        return tableInfo(table)?.schema
+    }
+
+    package func read(table: String, id: Value) throws -> Item? {
+        try withReader { try $0.read(table: table, id: id) }
+    }
+
+    package func read(_ query: Query) throws -> ReadResult {
+        try withReader { try $0.read(query) }
+    }
+
+    package func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
+        try transaction(implicit: true) { try $0.upsert(items, into: table, options: options) }
+    }
+
+    package func delete(ids: [Value], from table: String) throws {
+        try writerThread.check()
+        if ids.isEmpty {
+            try checkOpen()
+            if tableInfo(table) == nil { return }
+        }
+        try transaction(implicit: true) { try $0.delete(ids: ids, from: table) }
+    }
+
+    package func delete(matching query: Query) throws {
+        try transaction(implicit: true) { try $0.delete(matching: query) }
+    }
+
+    package func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        try transaction(implicit: false) { try body($0) }
+    }
+
+    /// Runs one read-only SQL statement on a reader connection (see `SQLiteStore.query(sql:arguments:)`).
+    package func query(sql: String, arguments: [Value]) throws -> [Item] {
+        try withReader { try $0.rawQuery(sql, arguments) }
+    }
+
+    /// Refuses every action but reading, so a raw query cannot change the file or the connection.
+    static let readOnlyAuthorizer: SQLiteAPI.Authorizer = { _, action, _, _, _, _ in
+        switch action {
+        case SQLite.AUTH_READ, SQLite.AUTH_SELECT, SQLite.AUTH_FUNCTION, SQLite.AUTH_RECURSIVE: return SQLite.OK
+        default: return SQLite.DENY
+        }
+    }
+}
+
+/// The transaction handed to a `write {}` body (and used by the store's own single writes).
+final class SQLTransaction: LocalStoreTransaction {
+    let session: Session
+    /// A single store call in its own transaction: no savepoint needed, a failure rolls everything back.
+    let isImplicit: Bool
+    private let lock = PThreadMutex()
+    // Guarded by lock.
+    private var isActive = true
+    private var storedFailure: LocalStoreError?
+
+    init(session: Session, isImplicit: Bool) {
+        self.session = session
+        self.isImplicit = isImplicit
+    }
+
+    var systemTableNames: SystemTableNames { session.engine.systemTableNames }
+
+    /// Set when SQLite rolled the whole transaction back: every later call, and the commit, fail.
+    var failure: LocalStoreError? { lock.withLock { storedFailure } }
+
+    func end() { lock.withLock { isActive = false } }
+
+    private var connection: Connection { session.connection }
+
+    private func access<R>(writes: Bool, _ body: () throws -> R) throws -> R {
+        try lock.withLock {
+            guard isActive else {
+                throw LocalStoreError(.misuse, "a transaction was used after its write {} block ended")
+            }
+            if let storedFailure { throw storedFailure }
+            guard connection.isInTransaction else {
+                let e = LocalStoreError(.internal, "sqlite: the transaction was rolled back after an earlier error")
+                storedFailure = e
+                throw e
+            }
+            if !writes || isImplicit { return try body() }
+            try connection.execute("SAVEPOINT localstore_call")
+            do {
+                let result = try body()
+                try connection.execute("RELEASE localstore_call")
+                return result
+            } catch {
+                // Undo this call only; if SQLite already rolled back everything, the transaction is lost.
+                do {
+                    guard connection.isInTransaction else { throw error }
+                    try connection.execute("ROLLBACK TO localstore_call")
+                    try connection.execute("RELEASE localstore_call")
+                } catch let e {
+                    storedFailure = e as? LocalStoreError ?? LocalStoreError(.internal, "\(e)")
+                }
+                throw error
+            }
+        }
+    }
+
+    func schema(of table: String) throws -> TableSchema? {
+        try access(writes: false) { session.engine.tableInfo(table)?.schema }
+    }
+
+    func read(table: String, id: Value) throws -> Item? {
+        try access(writes: false) { try session.read(table: table, id: id) }
+    }
+
+    func read(_ query: Query) throws -> ReadResult {
+        try access(writes: false) { try session.read(query) }
+    }
+
+    func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
+        try access(writes: true) { try session.upsert(items, into: table, options: options) }
+    }
+
+    func delete(ids: [Value], from table: String) throws {
+        try access(writes: true) { try session.delete(ids: ids, from: table) }
+    }
+
+    func delete(matching query: Query) throws {
+        try access(writes: true) { try session.delete(matching: query) }
+    }
+
+    func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        try lock.withLock {
+            guard isActive else {
+                throw LocalStoreError(.misuse, "a transaction was used after its write {} block ended")
+            }
+        }
+        return try body(self)
+    }
+}

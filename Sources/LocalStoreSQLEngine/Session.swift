@@ -1,0 +1,267 @@
+import Foundation
+import LocalStore
+
+/// The store's operations on one connection. The caller owns the connection for the duration and
+/// provides the transaction: a reader outside any transaction, or the writer inside `BEGIN IMMEDIATE`.
+struct Session {
+    let engine: SQLEngine
+    let connection: Connection
+
+    func table(_ name: String) throws -> TableInfo {
+        guard let t = engine.tableInfo(name) else { throw LocalStoreError.unknownTable(name) }
+        return t
+    }
+
+    private func columnList(_ t: TableInfo, _ columns: [Int]) -> String {
+        columns.map { t.quotedColumns[$0] }.joined(separator: ", ")
+    }
+
+    private func item(_ s: Statement, _ schema: TableSchema, _ columns: [Int]) throws -> Item {
+        var values: [String: Value] = Dictionary(minimumCapacity: columns.count)
+        for (k, n) in columns.enumerated() {
+            values[schema.columns[n].name] = try s.value(Int32(k), as: schema.columns[n].type)
+        }
+        return Item(values)
+    }
+
+    private func row(_ s: Statement, _ schema: TableSchema) throws -> [Value] {
+        var row: [Value] = []
+        row.reserveCapacity(schema.columns.count)
+        for (n, c) in schema.columns.enumerated() { row.append(try s.value(Int32(n), as: c.type)) }
+        return row
+    }
+
+    /// Every row of `t`, all columns in schema order (for evaluating a query in Swift).
+    func allRows(_ t: TableInfo) throws -> [[Value]] {
+        let sql = "SELECT \(columnList(t, Array(t.schema.columns.indices))) FROM \(t.quotedName)"
+        return try connection.withStatement(sql) { s in
+            var rows: [[Value]] = []
+            while try s.step() { rows.append(try row(s, t.schema)) }
+            return rows
+        }
+    }
+
+    /// Runs `body` in one read transaction unless the connection is already in one (the writer).
+    private func snapshot<R>(_ body: () throws -> R) throws -> R {
+        if connection.isInTransaction { return try body() }
+        try connection.execute("BEGIN")
+        do {
+            let result = try body()
+            try connection.execute("COMMIT")
+            return result
+        } catch {
+            if connection.isInTransaction { try? connection.execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// Runs `compiled`; when the query cannot be expressed in SQL on this connection (or SQLite refuses
+    /// the statement for its size), runs `fallback`, which evaluates it in Swift instead.
+    private func compiledOrFallback<R>(_ compiled: () throws -> R, fallback: () throws -> R) throws -> R {
+        do {
+            return try compiled()
+        } catch is NeedsFallback {
+            engine.noteFallback()
+            return try fallback()
+        }
+    }
+
+    private func rows(_ text: Fragment, _ body: (Statement) throws -> Void) throws {
+        try connection.withStatement(text.sql, fallbackOnSizeLimit: true) { s in
+            try s.bind(text.arguments)
+            while try s.step() { try body(s) }
+        }
+    }
+
+    // MARK: Reads
+
+    func read(table name: String, id: Value) throws -> Item? {
+        let t = try table(name)
+        try t.schema.checkId(id)
+        let all = Array(t.schema.columns.indices)
+        let sql = "SELECT \(columnList(t, all)) FROM \(t.quotedName) WHERE \(t.idColumn) = ?1"
+        return try connection.withStatement(sql) { s in
+            try s.bind(id, at: 1)
+            return try s.step() ? try item(s, t.schema, all) : nil
+        }
+    }
+
+    func read(_ query: Query) throws -> ReadResult {
+        let t = try table(query.table)
+        let q = try ResolvedQuery(query, schema: t.schema)
+        let hasFunctions = connection.hasFunctions
+        let limit = connection.variableLimit
+        let wantsRows = q.top != 0
+        let run = {
+            try compiledOrFallback {
+                var items: [Item] = []
+                if wantsRows {
+                    let text = try SQLCompiler.select(
+                        q, table: t.sqlName, columns: q.projection, hasFunctions: hasFunctions, variableLimit: limit)
+                    try rows(text) { s in items.append(try item(s, t.schema, q.projection)) }
+                }
+                var total: Int?
+                if q.includeTotalCount {
+                    let text = try SQLCompiler.count(q, table: t.sqlName, hasFunctions: hasFunctions, variableLimit: limit)
+                    try rows(text) { s in total = Int(s.int64(0)) }
+                }
+                return ReadResult(items: items, totalCount: total)
+            } fallback: {
+                q.apply(to: try allRows(t))
+            }
+        }
+        // Rows and count come from one snapshot.
+        return wantsRows && q.includeTotalCount ? try snapshot(run) : try run()
+    }
+
+    // MARK: Writes (inside a write transaction)
+
+    func upsert(_ items: [Item], into name: String, options: UpsertOptions) throws {
+        let t = try table(name)
+        let prepared = try items.map { try t.schema.prepare($0, options: options) }
+        guard !prepared.isEmpty else { return }
+        // 1. Make sure every id has a row (new rows get null everywhere else).
+        let rowsPerInsert = max(1, min(connection.variableLimit, 500))
+        var start = 0
+        while start < prepared.count {
+            let end = min(start + rowsPerInsert, prepared.count)
+            let values = Array(repeating: "(?)", count: end - start).joined(separator: ", ")
+            let sql = "INSERT OR IGNORE INTO \(t.quotedName) (\(t.idColumn)) VALUES \(values)"
+            try connection.withStatement(sql) { s in
+                for (k, p) in prepared[start..<end].enumerated() { try s.bind(p.id, at: Int32(k + 1)) }
+                try s.run()
+            }
+            start = end
+        }
+        // 2. Set the columns each item names (merge), the id included (its newest spelling), in order.
+        let perUpdate = max(1, connection.variableLimit - 1)
+        var updates: [[Int]: String] = [:]  // SQL by the columns set: items of a batch mostly share it
+        for p in prepared {
+            let assignments = p.assignments
+            var from = 0
+            while from < assignments.count {
+                let to = min(from + perUpdate, assignments.count)
+                let columns = assignments[from..<to].map(\.column)
+                let sql: String
+                if let cached = updates[columns] {
+                    sql = cached
+                } else {
+                    let sets = columns.map { t.quotedColumns[$0] + " = ?" }.joined(separator: ", ")
+                    sql = "UPDATE \(t.quotedName) SET \(sets) WHERE \(t.idColumn) = ?"
+                    updates[columns] = sql
+                }
+                try connection.withStatement(sql) { s in
+                    for (k, a) in assignments[from..<to].enumerated() { try s.bind(a.value, at: Int32(k + 1)) }
+                    try s.bind(p.id, at: Int32(to - from + 1))
+                    try s.run()
+                }
+                from = to
+            }
+        }
+    }
+
+    func delete(ids: [Value], from name: String) throws {
+        if ids.isEmpty && engine.tableInfo(name) == nil { return }
+        let t = try table(name)
+        for id in ids { try t.schema.checkId(id) }
+        try deleteRows(t, ids: ids)
+    }
+
+    private func deleteRows(_ t: TableInfo, ids: [Value]) throws {
+        let chunk = max(1, connection.variableLimit)
+        var start = 0
+        while start < ids.count {
+            let end = min(start + chunk, ids.count)
+            let list = Array(repeating: "?", count: end - start).joined(separator: ", ")
+            let sql = "DELETE FROM \(t.quotedName) WHERE \(t.idColumn) IN (\(list))"
+            try connection.withStatement(sql) { s in
+                try s.bind(Array(ids[start..<end]))
+                try s.run()
+            }
+            start = end
+        }
+    }
+
+    func delete(matching query: Query) throws {
+        let t = try table(query.table)
+        let q = try ResolvedQuery(query, schema: t.schema)
+        if q.top == 0 { return }
+        try compiledOrFallback {
+            let text = try SQLCompiler.delete(
+                q, table: t.sqlName, hasFunctions: connection.hasFunctions, variableLimit: connection.variableLimit)
+            try connection.withStatement(text.sql, fallbackOnSizeLimit: true) { s in
+                try s.bind(text.arguments)
+                try s.run()
+            }
+        } fallback: {
+            let selected = q.select(try allRows(t)).rows
+            try deleteRows(t, ids: selected.map { $0[t.schema.idIndex] })
+        }
+    }
+
+    // MARK: Raw SQL
+
+    /// Runs one read-only `SELECT` and returns its rows as items keyed by result column name.
+    func rawQuery(_ sql: String, _ arguments: [Value]) throws -> [Item] {
+        let api = connection.api
+        let db = connection.db
+        func refuse(_ why: String) -> LocalStoreError {
+            LocalStoreError(.invalidQuery, "raw SQL must be one read-only SELECT statement: \(why)")
+        }
+        // The authorizer refuses everything but reading (no PRAGMA, ATTACH, BEGIN, writes...).
+        _ = api.set_authorizer(db, SQLEngine.readOnlyAuthorizer, nil)
+        let prepared: (OpaquePointer?, tail: String)
+        do {
+            defer { _ = api.set_authorizer(db, nil, nil) }
+            prepared = try connection.prepareUncached(sql)
+            let rest = prepared.tail.trimmingCharacters(in: .whitespacesAndNewlines)
+            if prepared.0 != nil, !rest.isEmpty {
+                let extra = try? connection.prepareUncached(rest)
+                if let h = extra?.0 { _ = api.finalize(h) }
+                if extra == nil || extra?.0 != nil {
+                    if let h = prepared.0 { _ = api.finalize(h) }
+                    throw refuse("it contains more than one statement")
+                }
+            }
+        } catch let failure as PrepareFailure {
+            if failure.code & 0xFF == SQLite.AUTH { throw refuse("SQLite says: \(failure.message)") }
+            let e = failure.asStoreError
+            throw e.code == .internal ? LocalStoreError(.invalidQuery, e.message) : e
+        }
+        guard let handle = prepared.0 else { throw refuse("the text contains no statement") }
+        defer { _ = api.finalize(handle) }
+        guard api.stmt_readonly(handle) != 0 else { throw refuse("it would write") }
+        let expected = Int(api.bind_parameter_count(handle))
+        guard expected == arguments.count else {
+            throw LocalStoreError(.invalidQuery, "the SQL has \(expected) parameters but \(arguments.count) arguments were given")
+        }
+        let s = Statement(handle, connection)
+        try s.bind(arguments)
+        var items: [Item] = []
+        let count = s.columnCount
+        let names = (0..<count).map { s.columnName($0) }
+        let types = (0..<count).map { SQLNames.columnType(declared: s.declaredType($0)) }
+        do {
+            while try s.step() {
+                var values: [String: Value] = [:]
+                for n in 0..<count {
+                    let k = Int(n)
+                    if let type = types[k], let v = try? s.value(n, as: type) {
+                        values[names[k]] = v
+                    } else {
+                        values[names[k]] = s.dynamicValue(n)
+                    }
+                }
+                items.append(Item(values))
+            }
+        } catch {
+            _ = api.reset(handle)
+            throw error
+        }
+        if connection.isInTransaction {
+            try? connection.execute("ROLLBACK")
+            throw refuse("it opened a transaction")
+        }
+        return items
+    }
+}

@@ -1,0 +1,162 @@
+import CSQLite
+import LocalStore
+import LocalStoreSQLEngine
+
+/// A ``LocalStore`` kept in one SQLite file, using the system `libsqlite3`.
+///
+/// ```swift
+/// let store = try SQLiteStore(path: "/var/lib/app/store.sqlite")
+/// try store.defineTable(TableSchema("TodoItem", ["text": .string, "complete": .boolean], indexed: ["complete"]))
+/// try store.upsert([["id": "1", "text": "milk", "complete": false]], into: "TodoItem")
+/// ```
+///
+/// - The file keeps its table definitions: reopening it needs no `defineTable`, and defining a table
+///   again adds its new columns and indexes (`ALTER TABLE`, `CREATE INDEX`).
+/// - Writes go through one connection in WAL mode; every batch, and every `write {}` body, is one
+///   transaction (`BEGIN IMMEDIATE`), rolled back on any error.
+/// - Reads use a small pool of reader connections: they run concurrently with each other and with a
+///   write transaction, and see the last committed state.
+/// - Calling the store from inside its own `write {}` body (instead of using the transaction passed to
+///   the body) is a `misuse` error.
+/// - SQLite's errors become ``LocalStoreError`` codes (`busy`, `full`, `corrupt`, `notADatabase`,
+///   `readOnly`, `ioError`, `constraint`, …) with SQLite's own message.
+///
+/// See `docs/sqlite.md` for the file layout and type mapping.
+public final class SQLiteStore: LocalStore, IntegrityChecking {
+    /// How a store trades speed for durability and concurrency.
+    public struct Options: Sendable, Hashable {
+        /// When a committed transaction is on disk.
+        public enum Synchronous: Sendable, Hashable {
+            /// `PRAGMA synchronous = NORMAL` (the default): a commit is atomic and consistent; after a
+            /// power loss or OS crash (not an application crash) the last transactions before it may be
+            /// rolled back. The file is never corrupted.
+            case normal
+            /// `PRAGMA synchronous = FULL`: every commit is synced to disk before it returns, so a
+            /// committed transaction survives a power loss too. Slower writes.
+            case full
+        }
+
+        /// When a committed transaction is on disk (default ``Synchronous/normal``).
+        public var synchronous: Synchronous
+        /// How long a call waits for a lock held by another process before failing with `busy`, in
+        /// milliseconds (default 5000).
+        public var busyTimeoutMilliseconds: Int
+        /// The largest number of reader connections (default 4); more concurrent readers wait.
+        public var maximumReaderCount: Int
+        /// Prepared statements cached per connection (default 64).
+        public var statementCacheCapacity: Int
+
+        /// Creates options.
+        public init(
+            synchronous: Synchronous = .normal, busyTimeoutMilliseconds: Int = 5000, maximumReaderCount: Int = 4,
+            statementCacheCapacity: Int = 64
+        ) {
+            self.synchronous = synchronous
+            self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
+            self.maximumReaderCount = maximumReaderCount
+            self.statementCacheCapacity = statementCacheCapacity
+        }
+    }
+
+    /// The path of the database file.
+    public let path: String
+    /// The options the store was opened with.
+    public let options: Options
+    let engine: SQLEngine
+
+    /// Opens the store at `path`, creating the file when it does not exist.
+    ///
+    /// - Throws: `notADatabase` when the file is not a SQLite database (or is encrypted), or is a SQLite
+    ///   database that LocalStore did not create (the file is left untouched); `versionMismatch` for a
+    ///   file written by a newer LocalStore; `schemaConflict` when the file was created with other
+    ///   system table names; `unsupported` for `":memory:"`, an empty path or a `file:` URI; `ioError`
+    ///   when the file cannot be opened.
+    public convenience init(path: String, systemTableNames: SystemTableNames = .default, options: Options = Options()) throws {
+        try self.init(path: path, systemTableNames: systemTableNames, options: options, api: .system)
+    }
+
+    /// Opens the store through another SQLite library's function table (tests run the engine on
+    /// SQLCipher's SQLite 3.15.2 this way).
+    package init(
+        path: String, systemTableNames: SystemTableNames = .default, options: Options = Options(), api: SQLiteAPI,
+        openHook: SQLEngine.OpenHook? = nil
+    ) throws {
+        self.path = path
+        self.options = options
+        let configuration = SQLEngine.Configuration(
+            synchronousFull: options.synchronous == .full,
+            busyTimeoutMilliseconds: Int32(clamping: max(0, options.busyTimeoutMilliseconds)),
+            maximumReaderCount: max(1, options.maximumReaderCount),
+            statementCacheCapacity: max(1, options.statementCacheCapacity))
+        engine = try SQLEngine(
+            path: path, systemTableNames: systemTableNames, configuration: configuration, api: api, openHook: openHook)
+    }
+
+    /// The version of the SQLite library in use, e.g. `3.40.1`.
+    public static var sqliteVersion: String { String(cString: sqlite3_libversion()) }
+
+    // MARK: LocalStore
+
+    /// The names of the system tables.
+    public var systemTableNames: SystemTableNames { engine.systemTableNames }
+
+    /// Creates `schema`'s table or adds its new columns and indexes to the existing one.
+    public func defineTable(_ schema: TableSchema) throws { try engine.defineTable(schema) }
+
+    /// The definitions of all user tables, sorted by name.
+    public func tableSchemas() throws -> [TableSchema] { try engine.tableSchemas() }
+
+    /// Closes every connection (the files are released). Further calls fail with `closed`.
+    public func close() throws { try engine.close() }
+
+    /// The definition of `table`, or `nil`.
+    public func schema(of table: String) throws -> TableSchema? { try engine.schema(of: table) }
+
+    /// The row of `table` whose id is `id`, or `nil`.
+    public func read(table: String, id: Value) throws -> Item? { try engine.read(table: table, id: id) }
+
+    /// The rows `query` selects (and their total count when asked).
+    public func read(_ query: Query) throws -> ReadResult { try engine.read(query) }
+
+    /// Inserts or updates `items` (merge semantics) in one transaction.
+    public func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
+        try engine.upsert(items, into: table, options: options)
+    }
+
+    /// Deletes the rows with these ids.
+    public func delete(ids: [Value], from table: String) throws { try engine.delete(ids: ids, from: table) }
+
+    /// Deletes exactly the rows `query` would return.
+    public func delete(matching query: Query) throws { try engine.delete(matching: query) }
+
+    /// Runs `body` in one write transaction: all of its writes commit together, or none when it throws.
+    /// Callers use `write(_:)`.
+    public func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        try engine.performWrite(body)
+    }
+
+    // MARK: Raw SQL
+
+    /// Runs one read-only SQL `SELECT` with bound `arguments` (`?`, `?NNN`) and returns its rows, each
+    /// keyed by result column name.
+    ///
+    /// Columns read straight from a table column come back with that column's LocalStore type (a
+    /// boolean column as `bool`, a date as `date`, json as `json`); computed columns by SQLite's storage
+    /// class (`int`, `double`, `string`, `binary`, `null`). Tables are named as defined (a table whose name
+    /// starts with `sqlite_` is stored as `"localstore:<name>"`).
+    ///
+    /// - Throws: `invalidQuery` for anything but one read-only `SELECT` (writes, `PRAGMA`, `ATTACH`,
+    ///   transaction control, several statements), a syntax error, or a wrong number of arguments.
+    /// Moves every committed page from the write-ahead log into the database file and truncates the log
+    /// (`PRAGMA wal_checkpoint(TRUNCATE)`); `busy` when a reader keeps it from completing.
+    public func checkpoint() throws { try engine.checkpoint() }
+
+    /// `PRAGMA integrity_check`: every problem SQLite reports (empty when sound).
+    public func checkIntegrity() throws -> [String] {
+        try engine.integrityCheck(pragmas: ["integrity_check"])
+    }
+
+    public func query(sql: String, arguments: [Value] = []) throws -> [Item] {
+        try engine.query(sql: sql, arguments: arguments)
+    }
+}
