@@ -42,9 +42,13 @@ let package = Package(
         .executableTarget(
             name: "localstore",
             dependencies: [
-                "LocalStore", "LocalStoreBench",
+                "LocalStore", "LocalStoreBench", "LocalStoreSQLite", "LocalStoreLMDB", "LocalStoreSQLCipher",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
+        ),
+        .testTarget(
+            name: "LocalStoreCLITests",
+            dependencies: ["LocalStore", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB", "localstore"]
         ),
         .testTarget(
             name: "LocalStoreTests",

@@ -112,9 +112,14 @@ private struct FilterParser {
         return w
     }
 
+    /// Parser levels a query may use. The deepest rendering of one predicate level, `not (…)`, takes
+    /// four (unary, unary, primary, or), so every query ``ResolvedQuery`` accepts (nesting up to
+    /// ``ResolvedQuery/maximumDepth``) parses back; deeper text is refused before it can exhaust the stack.
+    static let maximumDepth = 4 * (ResolvedQuery.maximumDepth + 1) + 4
+
     mutating func enter() throws {
         depth += 1
-        if depth > 500 { throw fail("nested too deeply") }
+        if depth > FilterParser.maximumDepth { throw fail("nested too deeply") }
     }
 
     mutating func parseOr() throws -> FilterNode {

@@ -8,7 +8,7 @@ struct LocalStoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "localstore",
         abstract: "Work with LocalStore stores and compare their backends.",
-        subcommands: [Bench.self, Inspect.self, QueryCommand.self, Copy.self, Verify.self])
+        subcommands: [Bench.self, Inspect.self, QueryCommand.self, Copy.self, Rekey.self, Verify.self])
 }
 
 struct Bench: ParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LocalStore
+import LocalStoreSQLCipher
 
 /// Runs a command body, turning every error into one line on stderr and exit code 1.
 func reportingFailures(_ body: () throws -> Void) throws {
@@ -27,13 +28,13 @@ struct Inspect: ParsableCommand {
         abstract: "Show a store's tables, pending operations, errors and config entries.")
 
     @Argument(help: "The store: memory:, sqlite:PATH, sqlcipher:PATH or lmdb:PATH.")
-    var store: StoreURL
+    var store: String
 
     @OptionGroup var key: KeyOptions
 
     func run() throws {
         try reportingFailures {
-            let s = try StoreOpener.open(store, key: key, mustExist: true)
+            let s = try StoreOpener.open(try StoreURL(parsing: store), key: key, mustExist: true)
             defer { try? s.close() }
             print(try Self.report(s), terminator: "")
         }
@@ -84,7 +85,7 @@ struct QueryCommand: ParsableCommand {
         case table, jsonl
     }
 
-    @Argument(help: "The store URL.") var store: StoreURL
+    @Argument(help: "The store URL (memory:, sqlite:PATH, sqlcipher:PATH, lmdb:PATH).") var store: String
     @Argument(help: "The table.") var table: String
     @Option(help: "An OData $filter expression, e.g. \"complete eq false and priority ge 2\".") var filter: String?
     @Option(help: "An OData $orderby, e.g. \"priority desc,text\".") var orderby: String?
@@ -108,7 +109,7 @@ struct QueryCommand: ParsableCommand {
                 q.skip = skip
             }
             if let select { q.select = select.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
-            let s = try StoreOpener.open(store, key: key, mustExist: true)
+            let s = try StoreOpener.open(try StoreURL(parsing: store), key: key, mustExist: true)
             defer { try? s.close() }
             guard let schema = try s.schema(of: table) else { throw LocalStoreError.unknownTable(table) }
             let result = try s.read(q)
@@ -137,20 +138,20 @@ struct Copy: ParsableCommand {
             the source, --destination-key-file / LOCALSTORE_DESTINATION_KEY for the destination (hex).
             """)
 
-    @Argument(help: "The source store URL.") var source: StoreURL
-    @Argument(help: "The destination store URL.") var destination: StoreURL
+    @Argument(help: "The source store URL.") var source: String
+    @Argument(help: "The destination store URL.") var destination: String
     @OptionGroup var key: KeyOptions
     @Option(name: .customLong("destination-key-file"), help: "Key file of the destination (hex).")
     var destinationKeyFile: String?
 
     func run() throws {
         try reportingFailures {
-            let src = try StoreOpener.open(source, key: key, mustExist: true)
+            let src = try StoreOpener.open(try StoreURL(parsing: source), key: key, mustExist: true)
             defer { try? src.close() }
             var dstKey = KeyOptions()
             dstKey.keyFile = destinationKeyFile
             let dst = try StoreOpener.open(
-                destination, key: dstKey, mustExist: false, environmentKey: "LOCALSTORE_DESTINATION_KEY")
+                try StoreURL(parsing: destination), key: dstKey, mustExist: false, environmentKey: "LOCALSTORE_DESTINATION_KEY")
             defer { try? dst.close() }
             let progress = CopyProgress()
             let copied = try StoreCopier.copy(from: src, to: dst, progress: progress.report)
@@ -164,15 +165,15 @@ struct Verify: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check a store's files for damage (integrity check / full traversal with record decoding).")
 
-    @Argument(help: "The store URL.") var store: StoreURL
+    @Argument(help: "The store URL (memory:, sqlite:PATH, sqlcipher:PATH, lmdb:PATH).") var store: String
     @OptionGroup var key: KeyOptions
 
     func run() throws {
         try reportingFailures {
-            let s = try StoreOpener.open(store, key: key, mustExist: true)
+            let s = try StoreOpener.open(try StoreURL(parsing: store), key: key, mustExist: true)
             defer { try? s.close() }
             guard let checkable = s as? any IntegrityChecking else {
-                throw CommandFailure("\(store.scheme.rawValue): stores have no integrity check")
+                throw CommandFailure("\(store) has no integrity check")
             }
             let problems = try checkable.checkIntegrity()
             if problems.isEmpty {
@@ -245,5 +246,38 @@ final class CopyProgress {
 
     func finish() {
         if shown { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+    }
+}
+
+struct Rekey: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Re-encrypt a sqlcipher: store with a new key.",
+        discussion: """
+            The current key comes from --key-file or LOCALSTORE_KEY, the new one from --new-key-file or \
+            LOCALSTORE_NEW_KEY (hex; 64 hex digits are a raw 256-bit key, anything else a passphrase). Keys \
+            are never command-line arguments.
+            """)
+
+    @Argument(help: "The store URL (sqlcipher:PATH).") var store: String
+    @OptionGroup var key: KeyOptions
+    @Option(name: .customLong("new-key-file"), help: "A file holding the new key in hex (or LOCALSTORE_NEW_KEY).")
+    var newKeyFile: String?
+
+    func run() throws {
+        try reportingFailures {
+            guard try StoreURL(parsing: store).scheme == .sqlcipher else {
+                throw CommandFailure("only sqlcipher: stores have a key (got \(store))")
+            }
+            var newKeyOptions = KeyOptions()
+            newKeyOptions.keyFile = newKeyFile
+            guard let newBytes = try newKeyOptions.keyBytes(required: true, environment: "LOCALSTORE_NEW_KEY") else {
+                throw CommandFailure("no new key")
+            }
+            let s = try StoreOpener.open(try StoreURL(parsing: store), key: key, mustExist: true)
+            defer { try? s.close() }
+            guard let cipher = s as? SQLCipherStore else { throw CommandFailure("\(store) is not an encrypted store") }
+            try cipher.rekey(to: try StoreOpener.cipherKey(newBytes))
+            print("rekeyed \(store)")
+        }
     }
 }

@@ -1,5 +1,8 @@
 import Foundation
 import LocalStore
+import LocalStoreLMDB
+import LocalStoreSQLCipher
+import LocalStoreSQLite
 
 /// Opens the store a ``StoreURL`` names.
 enum StoreOpener {
@@ -13,8 +16,20 @@ enum StoreOpener {
         switch url.scheme {
         case .memory:
             return try InMemoryStore()
-        default:
-            throw CommandFailure("this build of localstore has no \(url.scheme.rawValue) backend")
+        case .sqlite:
+            return try SQLiteStore(path: url.path)
+        case .lmdb:
+            return try LMDBStore(path: url.path)
+        case .sqlcipher:
+            guard let bytes = try key.keyBytes(required: true, environment: environmentKey) else {
+                throw CommandFailure("a sqlcipher: store needs a key")
+            }
+            return try SQLCipherStore(path: url.path, key: try cipherKey(bytes))
         }
+    }
+
+    /// 32 bytes (64 hex digits) are a raw 256-bit key; anything else is a passphrase.
+    static func cipherKey(_ bytes: [UInt8]) throws -> SQLCipherKey {
+        bytes.count == 32 ? try SQLCipherKey.raw(bytes) : try SQLCipherKey.passphrase(bytes)
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 import LocalStore
 
 /// `memory:`, `sqlite:PATH`, `sqlcipher:PATH`, `lmdb:PATH`: the one way every command names a store.
-struct StoreURL: ExpressibleByArgument, CustomStringConvertible, Sendable {
+struct StoreURL: CustomStringConvertible, Sendable {
     enum Scheme: String, CaseIterable, Sendable {
         case memory, sqlite, sqlcipher, lmdb
     }
@@ -11,28 +11,22 @@ struct StoreURL: ExpressibleByArgument, CustomStringConvertible, Sendable {
     let scheme: Scheme
     let path: String
 
-    init?(argument: String) {
-        try? self.init(parsing: argument)
-    }
-
     init(parsing text: String) throws {
         guard let colon = text.firstIndex(of: ":"), let scheme = Scheme(rawValue: String(text[..<colon])) else {
-            throw ValidationError(
+            throw CommandFailure(
                 "'\(text)' is not a store URL; use memory:, sqlite:PATH, sqlcipher:PATH or lmdb:PATH")
         }
         let path = String(text[text.index(after: colon)...])
         if scheme == .memory {
-            guard path.isEmpty else { throw ValidationError("memory: takes no path (got '\(text)')") }
+            guard path.isEmpty else { throw CommandFailure("memory: takes no path (got '\(text)')") }
         } else if path.isEmpty {
-            throw ValidationError("\(scheme.rawValue): needs a path, e.g. \(scheme.rawValue):/var/lib/app/store")
+            throw CommandFailure("\(scheme.rawValue): needs a path, e.g. \(scheme.rawValue):/var/lib/app/store")
         }
         self.scheme = scheme
         self.path = path
     }
 
     var description: String { scheme == .memory ? "memory:" : "\(scheme.rawValue):\(path)" }
-
-    static var defaultValueDescription: String { "memory: | sqlite:PATH | sqlcipher:PATH | lmdb:PATH" }
 }
 
 /// Where a command gets an encryption key: `--key-file` or the `LOCALSTORE_KEY` environment variable, as

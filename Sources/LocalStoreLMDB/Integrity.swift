@@ -1,0 +1,63 @@
+import LocalStore
+
+extension LMDBStore: IntegrityChecking {
+    /// Walks the whole store: decodes every record of every table (system tables included) through a
+    /// full scan, then walks every column index in order and checks that it names exactly the table's
+    /// rows, in the order of the column's values. LMDB itself checks every page it reads. Returns one line
+    /// per problem; empty when the store is sound.
+    public func checkIntegrity() throws -> [String] {
+        var problems: [String] = []
+        let names = systemTableNames
+        var tables = try tableSchemas()
+        for system in [names.operations, names.errors, names.config] {
+            if let schema = try schema(of: system) { tables.append(schema) }
+        }
+        for schema in tables {
+            let rows: [Item]
+            do {
+                rows = try read(Query(schema.name)).items
+            } catch let e as LocalStoreError where e.code == .corrupt || e.code == .versionMismatch {
+                problems.append("table '\(schema.name)': \(e.message)")
+                continue
+            }
+            let ids = rows.compactMap(\.id)
+            if ids.count != rows.count { problems.append("table '\(schema.name)': \(rows.count - ids.count) rows without an id") }
+            for column in schema.columns where column.indexed && column.name != "id" && !rows.isEmpty {
+                let q = Query(schema.name, sort: [SortKey(column.name)], top: rows.count)
+                let viaIndex: [Item]
+                do {
+                    viaIndex = try read(q).items
+                } catch let e as LocalStoreError where e.code == .corrupt {
+                    problems.append("index '\(schema.name).\(column.name)': \(e.message)")
+                    continue
+                }
+                if viaIndex.count != rows.count {
+                    problems.append(
+                        "index '\(schema.name).\(column.name)' names \(viaIndex.count) rows; the table has \(rows.count)")
+                    continue
+                }
+                let tableIds = Set(ids.map { Collation.noCaseKeyOf($0) })
+                let indexIds = Set(viaIndex.compactMap(\.id).map { Collation.noCaseKeyOf($0) })
+                if tableIds != indexIds {
+                    problems.append("index '\(schema.name).\(column.name)' and the table hold different rows")
+                }
+                let values = viaIndex.map { $0.value(forColumn: column.name) ?? .null }
+                for k in values.indices.dropFirst() where Collation.compare(values[k - 1], values[k]) > 0 {
+                    problems.append("index '\(schema.name).\(column.name)' is out of order at entry \(k)")
+                    break
+                }
+            }
+        }
+        return problems
+    }
+}
+
+extension Collation {
+    /// A hashable key equal for two ids exactly when the store treats them as the same id.
+    static func noCaseKeyOf(_ id: Value) -> String {
+        switch id {
+        case .string(let s): return "s" + noCaseKey(s)
+        default: return "v" + id.description
+        }
+    }
+}

@@ -1,0 +1,234 @@
+import Foundation
+import LocalStore
+import LocalStoreLMDB
+import LocalStoreSQLCipher
+import LocalStoreSQLite
+import Testing
+
+/// Runs the built `localstore` executable (it sits next to the test bundle) and captures its output.
+struct CLI {
+    static let binary: URL = {
+        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        return here.appendingPathComponent("localstore")
+    }()
+
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Result {
+        let p = Process()
+        p.executableURL = binary
+        p.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env["LOCALSTORE_KEY"] = nil
+        env["LOCALSTORE_NEW_KEY"] = nil
+        env["LOCALSTORE_DESTINATION_KEY"] = nil
+        for (k, v) in environment { env[k] = v }
+        p.environment = env
+        let out = Pipe()
+        let err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        // Read both pipes before waiting, so a large output cannot block the child.
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return Result(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    }
+}
+
+/// A persistent backend the CLI can open, with how to open it from the library for seeding and checks.
+struct CLIBackend: Sendable, CustomStringConvertible {
+    let scheme: String
+    let file: String
+    let open: @Sendable (String) throws -> any LocalStore
+    var description: String { scheme }
+
+    static let keyHex = String(repeating: "3a", count: 32)
+    static let keyBytes = [UInt8](repeating: 0x3A, count: 32)
+
+    static let all: [CLIBackend] = [
+        CLIBackend(scheme: "sqlite", file: "store.sqlite") { try SQLiteStore(path: $0) },
+        CLIBackend(scheme: "sqlcipher", file: "store.db") { try SQLCipherStore(path: $0, key: try .raw(keyBytes)) },
+        CLIBackend(scheme: "lmdb", file: "store.lmdb") { try LMDBStore(path: $0) },
+    ]
+
+    var environment: [String: String] { scheme == "sqlcipher" ? ["LOCALSTORE_KEY": Self.keyHex] : [:] }
+}
+
+final class Scratch {
+    let url: URL
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("ls-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// Three todo items, two queued operations, one error and a delta token.
+func seed(_ store: any LocalStore) throws {
+    try store.defineTable(
+        TableSchema("TodoItem", ["text": .string, "priority": .integer, "updatedAt": .date, "tags": .json], indexed: ["priority"]))
+    try store.upsert(
+        [["id": "a", "text": "buy milk", "priority": 1, "updatedAt": .date(Date(timeIntervalSince1970: 1_700_000_000))],
+         ["id": "b", "text": "it's done", "priority": 3, "tags": .json(["x", 1])],
+         ["id": "c", "text": "call mom", "priority": 2]], into: "TodoItem")
+    _ = try store.appendOperation(table: "TodoItem", itemId: "a", properties: Array(#"{"type":"insert"}"#.utf8))
+    _ = try store.appendOperation(table: "TodoItem", itemId: "b", properties: Array(#"{"type":"update"}"#.utf8))
+    try store.recordError(TableOperationError(id: "e1", operationId: 2, properties: Array(#"{"status":409}"#.utf8)))
+    try store.setDeltaToken(Date(timeIntervalSince1970: 1_700_000_123.456), table: "TodoItem", queryId: "all")
+}
+
+@Suite("localstore command line", .serialized)
+struct CLITests {
+    @Test(arguments: CLIBackend.all)
+    func inspectShowsTablesOperationsErrorsAndTokens(_ b: CLIBackend) throws {
+        let dir = try Scratch()
+        let path = dir.path(b.file)
+        let s = try b.open(path)
+        try seed(s)
+        try s.close()
+        let r = try CLI.run(["inspect", "\(b.scheme):\(path)"], environment: b.environment)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.isEmpty)
+        for expected in [
+            "tables: 1", "TodoItem  3 rows", "priority  integer  indexed", "tags  json", "pending operations: 2",
+            "TodoItem: 2", "oldest: #1 TodoItem/a", "newest: #2 TodoItem/b", "operation errors: 1",
+            "e1: operation #2 {\"status\":409}", "delta token TodoItem / all: 2023-11-14T22:15:23.456Z",
+        ] {
+            #expect(r.stdout.contains(expected), "missing '\(expected)' in:\n\(r.stdout)")
+        }
+    }
+
+    @Test(arguments: CLIBackend.all)
+    func queryPrintsRowsAsJSONLinesAndTables(_ b: CLIBackend) throws {
+        let dir = try Scratch()
+        let path = dir.path(b.file)
+        let s = try b.open(path)
+        try seed(s)
+        try s.close()
+        let url = "\(b.scheme):\(path)"
+        let r = try CLI.run(
+            ["query", url, "TodoItem", "--filter", "priority ge 2", "--orderby", "priority desc", "--format", "jsonl"],
+            environment: b.environment)
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2)
+        let first = try JSON(parsing: lines[0])
+        #expect(first == .object(["id": "b", "text": "it's done", "priority": 3, "updatedAt": nil, "tags": ["x", 1]]))
+        #expect(try JSON(parsing: lines[1]).jsonText.contains(#""id":"c""#))
+
+        let t = try CLI.run(
+            ["query", url, "TodoItem", "--filter", "substringof('milk',text)", "--select", "text"], environment: b.environment)
+        #expect(t.status == 0, "\(t.stderr)")
+        #expect(t.stdout.contains("buy milk"))
+        #expect(t.stdout.contains("(1 row)"))
+        #expect(!t.stdout.contains("priority"))
+    }
+
+    @Test(arguments: CLIBackend.all)
+    func errorsAreOneLineOnStderrWithNonZeroExit(_ b: CLIBackend) throws {
+        let dir = try Scratch()
+        let path = dir.path(b.file)
+        let s = try b.open(path)
+        try seed(s)
+        try s.close()
+        let url = "\(b.scheme):\(path)"
+        func expectFailure(_ args: [String], _ needle: String, env: [String: String]? = nil) throws {
+            let r = try CLI.run(args, environment: env ?? b.environment)
+            #expect(r.status != 0, "\(args) succeeded")
+            #expect(r.stdout.isEmpty, "\(args) printed \(r.stdout)")
+            let lines = r.stderr.split(separator: "\n")
+            #expect(lines.count == 1, "\(args) stderr: \(r.stderr)")
+            #expect(r.stderr.contains(needle), "\(args) stderr: \(r.stderr)")
+        }
+        try expectFailure(["query", url, "TodoItem", "--filter", "priority ge"], "position 12")
+        try expectFailure(["query", url, "Nope"], "unknownTable")
+        try expectFailure(["inspect", "\(b.scheme):\(dir.path("missing"))"], "no store at")
+        try expectFailure(["inspect", "postgres://x"], "not a store URL")
+        if b.scheme == "sqlcipher" {
+            try expectFailure(["inspect", url], "wrongKey", env: ["LOCALSTORE_KEY": String(repeating: "01", count: 32)])
+            try expectFailure(["inspect", url], "needs a key", env: [:])
+        }
+    }
+
+    @Test(arguments: CLIBackend.all, ["memory", "sqlite", "sqlcipher", "lmdb"])
+    func copyReproducesTheStoreOnEveryBackend(_ b: CLIBackend, destination: String) throws {
+        let dir = try Scratch()
+        let path = dir.path(b.file)
+        let s = try b.open(path)
+        try seed(s)
+        try s.close()
+        let target = CLIBackend.all.first { $0.scheme == destination }
+        let dstPath = dir.path("copy-" + (target?.file ?? "x"))
+        let dstURL = destination == "memory" ? "memory:" : "\(destination):\(dstPath)"
+        var env = b.environment
+        if destination == "sqlcipher" { env["LOCALSTORE_DESTINATION_KEY"] = CLIBackend.keyHex }
+        let r = try CLI.run(["copy", "\(b.scheme):\(path)", dstURL], environment: env)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("copied 7 rows in 4 tables; counts and checksums match"), "\(r.stdout)")
+        guard let target else { return }
+        let copy = try target.open(dstPath)
+        defer { try? copy.close() }
+        let original = try b.open(path)
+        defer { try? original.close() }
+        for table in ["TodoItem", "MS_TableOperations", "MS_TableOperationErrors", "MS_TableConfig"] {
+            #expect(try copy.read(Query(table)).items == original.read(Query(table)).items, "\(table)")
+        }
+        #expect(try copy.tableSchemas() == original.tableSchemas())
+        // Copying again into the same, now non-empty, destination is refused.
+        let again = try CLI.run(["copy", "\(b.scheme):\(path)", dstURL], environment: env)
+        #expect(again.status != 0)
+        #expect(again.stderr.contains("already holds"))
+    }
+
+    @Test(arguments: CLIBackend.all)
+    func verifyReportsASoundStore(_ b: CLIBackend) throws {
+        let dir = try Scratch()
+        let path = dir.path(b.file)
+        let s = try b.open(path)
+        try seed(s)
+        try s.close()
+        let r = try CLI.run(["verify", "\(b.scheme):\(path)"], environment: b.environment)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout == "ok\n")
+    }
+
+    @Test func rekeyChangesTheKeyOfAnEncryptedStore() throws {
+        let dir = try Scratch()
+        let path = dir.path("store.db")
+        let s = try SQLCipherStore(path: path, key: try .raw(CLIBackend.keyBytes))
+        try seed(s)
+        try s.close()
+        let newHex = String(repeating: "c4", count: 32)
+        let keyFile = dir.path("new.key")
+        try Data((newHex + "\n").utf8).write(to: URL(fileURLWithPath: keyFile))
+        let r = try CLI.run(["rekey", "sqlcipher:\(path)", "--new-key-file", keyFile], environment: ["LOCALSTORE_KEY": CLIBackend.keyHex])
+        #expect(r.status == 0, "\(r.stderr)")
+        let old = try CLI.run(["inspect", "sqlcipher:\(path)"], environment: ["LOCALSTORE_KEY": CLIBackend.keyHex])
+        #expect(old.status != 0)
+        #expect(old.stderr.contains("wrongKey"))
+        let new = try CLI.run(["inspect", "sqlcipher:\(path)"], environment: ["LOCALSTORE_KEY": newHex])
+        #expect(new.status == 0, "\(new.stderr)")
+        #expect(new.stdout.contains("TodoItem  3 rows"))
+        let plain = try CLI.run(["rekey", "sqlite:\(dir.path("x.sqlite"))"], environment: ["LOCALSTORE_NEW_KEY": newHex])
+        #expect(plain.status != 0)
+        #expect(plain.stderr.contains("only sqlcipher"))
+    }
+
+    @Test func memoryStoresWorkEverywhereAURLIsAccepted() throws {
+        let r = try CLI.run(["inspect", "memory:"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("tables: 0"))
+        #expect(r.stdout.contains("pending operations: 0"))
+        let q = try CLI.run(["query", "memory:", "MS_TableOperations", "--format", "jsonl"])
+        #expect(q.status == 0)
+        #expect(q.stdout.isEmpty)
+    }
+}
