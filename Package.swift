@@ -14,6 +14,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
     targets: [
         .target(
@@ -26,24 +27,35 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
-        .target(name: "LocalStoreSQLEngine", dependencies: ["LocalStore"]),
-        .target(name: "LocalStoreSQLite", dependencies: ["LocalStore", "LocalStoreSQLEngine", "CSQLite"]),
+        .target(
+            name: "LocalStoreSQLEngine",
+            dependencies: ["LocalStore", .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
+            name: "LocalStoreSQLite",
+            dependencies: ["LocalStore", "LocalStoreSQLEngine", "CSQLite", .product(name: "Logging", package: "swift-log")]
+        ),
         // Loads libsqlcipher.so.0 at run time: it must never link it (see docs/encryption.md).
-        .target(name: "LocalStoreSQLCipher", dependencies: ["LocalStore", "LocalStoreSQLEngine"]),
-        .testTarget(
-            name: "LocalStoreSQLiteTests",
-            dependencies: ["LocalStore", "LocalStoreSQLEngine", "LocalStoreSQLite", "LocalStoreConformance"]
+        .target(
+            name: "LocalStoreSQLCipher",
+            dependencies: ["LocalStore", "LocalStoreSQLEngine", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "LocalStoreSQLCipherTests",
-            dependencies: ["LocalStore", "LocalStoreSQLCipher", "LocalStoreSQLite"]
+            dependencies: [
+                "LocalStore", "LocalStoreSQLCipher", "LocalStoreSQLite", .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "LocalStoreSQLiteTests",
+            dependencies: ["LocalStore", "LocalStoreSQLEngine", "LocalStoreSQLite", "LocalStoreConformance"]
         ),
         .target(name: "LocalStoreBench", dependencies: ["LocalStore"]),
         .executableTarget(
             name: "localstore",
             dependencies: [
-                "LocalStore", "LocalStoreBench", "LocalStoreSQLite", "LocalStoreLMDB", "LocalStoreSQLCipher",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "LocalStore", "LocalStoreBench", "LocalStoreSQLite", "LocalStoreLMDB",
+                "LocalStoreSQLCipher", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(

@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import LocalStore
 import LocalStoreSQLEngine
+import Logging
 
 /// A ``LocalStore`` in one SQLCipher-encrypted SQLite file: the SQLite backend's engine, over SQLCipher
 /// loaded at run time, so it can live in the same process as ``SQLiteStore``-style plain stores.
@@ -59,6 +60,7 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
     /// The names of the system tables.
     public let systemTableNames: SystemTableNames
 
+    private let logger: Logger?
     private let lock = EngineSlot()
     private let api: SQLiteAPI
 
@@ -67,8 +69,13 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
     /// - Throws: `libraryMissing` when SQLCipher is not installed; `wrongKey` when the key (or the
     ///   page size / iterations) does not match the file; `notADatabase` for a plain SQLite file or a
     ///   directory; any error of `SQLiteStore.init`.
+    ///
+    /// - Parameter logger: where to log (swift-log): statement text and durations at `trace`, write
+    ///   transactions at `debug`. Keys never reach a statement, so they are never logged; bound values
+    ///   are not logged either.
     public init(
-        path: String, key: SQLCipherKey, systemTableNames: SystemTableNames = .default, options: Options = Options()
+        path: String, key: SQLCipherKey, systemTableNames: SystemTableNames = .default, options: Options = Options(),
+        logger: Logger? = nil
     ) throws {
         guard options.cipherPageSize >= 512, options.cipherPageSize <= 65536,
             options.cipherPageSize & (options.cipherPageSize - 1) == 0
@@ -82,14 +89,16 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
         self.path = path
         self.options = options
         self.systemTableNames = systemTableNames
-        let engine = try Self.openEngine(path: path, key: key, names: systemTableNames, options: options, api: api)
+        self.logger = logger
+        let engine = try Self.openEngine(
+            path: path, key: key, names: systemTableNames, options: options, api: api, logger: logger)
         lock.set(engine)
     }
 
     /// Opens an engine whose every connection gets `key`; all connections are opened before returning,
     /// then the engine's copy of the key is wiped.
     private static func openEngine(
-        path: String, key: SQLCipherKey, names: SystemTableNames, options: Options, api: SQLiteAPI
+        path: String, key: SQLCipherKey, names: SystemTableNames, options: Options, api: SQLiteAPI, logger: Logger?
     ) throws -> SQLEngine {
         let material = try key.material.withBytes { KeyMaterial(Array($0)) }
         defer { material.wipe() }
@@ -99,7 +108,7 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
         let configuration = SQLEngine.Configuration(
             synchronousFull: options.synchronousFull,
             busyTimeoutMilliseconds: Int32(clamping: max(0, options.busyTimeoutMilliseconds)),
-            maximumReaderCount: max(1, options.readerCount))
+            maximumReaderCount: max(1, options.readerCount), logger: logger)
         let engine: SQLEngine
         do {
             engine = try SQLEngine(path: path, systemTableNames: names, configuration: configuration, api: api, openHook: hook)
@@ -207,7 +216,8 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
                 try raw.execute("PRAGMA journal_mode = WAL")
             }
             try engine.close()
-            return try Self.openEngine(path: path, key: newKey, names: systemTableNames, options: options, api: api)
+            return try Self.openEngine(
+                path: path, key: newKey, names: systemTableNames, options: options, api: api, logger: logger)
         }
     }
 

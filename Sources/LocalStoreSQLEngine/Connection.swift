@@ -1,5 +1,6 @@
 import Foundation
 import LocalStore
+import Logging
 
 /// One SQLite connection and its prepared-statement cache.
 ///
@@ -18,6 +19,13 @@ final class Connection {
         var statement: OpaquePointer
         var lastUse: UInt64
     }
+    /// Where statements are logged (trace level), if anywhere.
+    var logger: Logger?
+    /// Whether logged statements include their bound values.
+    var logsBoundValues = false
+    /// The values bound to the statement running now, kept only when `logsBoundValues`.
+    var boundValues: [Value] = []
+
     private var cache: [String: Cached] = [:]
     private var useCounter: UInt64 = 0
     private let cacheCapacity: Int
@@ -135,7 +143,27 @@ final class Connection {
             throw error.asStoreError
         }
         defer { give(sql, statement.handle) }
-        return try body(statement)
+        guard let logger, logger.logLevel <= .trace else { return try body(statement) }
+        boundValues.removeAll(keepingCapacity: true)
+        let start = DispatchTime.now().uptimeNanoseconds
+        do {
+            let result = try body(statement)
+            logStatement(logger, sql, statement, start: start, error: nil)
+            return result
+        } catch {
+            logStatement(logger, sql, statement, start: start, error: error)
+            throw error
+        }
+    }
+
+    /// Logs one statement at trace level: its text and duration; the bound values only when the store
+    /// was opened with `logsBoundValues` (they are user data). Keys never reach a statement.
+    private func logStatement(_ logger: Logger, _ sql: String, _ statement: Statement, start: UInt64, error: (any Error)?) {
+        let micros = Double(DispatchTime.now().uptimeNanoseconds - start) / 1000
+        var metadata: Logger.Metadata = ["sql": "\(sql)", "micros": "\(Int(micros))", "path": "\(path)"]
+        if logsBoundValues { metadata["values"] = "\(boundValues.map(\.description))" }
+        if let error { metadata["error"] = "\(error)" }
+        logger.trace("statement", metadata: metadata)
     }
 
     /// Prepares the first statement of `sql` without caching; the caller finalizes it. Returns `nil`
@@ -224,6 +252,7 @@ struct Statement {
     }
 
     func bind(_ value: Value, at n: Int32) throws {
+        if connection.logsBoundValues { connection.boundValues.append(value) }
         let rc: Int32
         switch value {
         case .null: rc = api.bind_null(handle, n)

@@ -1,5 +1,6 @@
 import Foundation
 import LocalStore
+import Logging
 import Synchronization
 
 /// The SQL backend's engine: a ``LocalStore`` over SQLite reached through a ``SQLiteAPI`` table.
@@ -29,11 +30,17 @@ package final class SQLEngine: @unchecked Sendable {
         package var maximumReaderCount: Int
         /// Prepared statements kept per connection.
         package var statementCacheCapacity: Int
+        /// Where the engine logs: statements with their durations at trace level, transactions at debug.
+        package var logger: Logger?
+        /// Whether logged statements include their bound values (user data; off by default).
+        package var logsBoundValues: Bool
 
         package init(
             synchronousFull: Bool = false, busyTimeoutMilliseconds: Int32 = 5000, maximumReaderCount: Int = 4,
-            statementCacheCapacity: Int = 64
+            statementCacheCapacity: Int = 64, logger: Logger? = nil, logsBoundValues: Bool = false
         ) {
+            self.logger = logger
+            self.logsBoundValues = logsBoundValues
             self.synchronousFull = synchronousFull
             self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
             self.maximumReaderCount = maximumReaderCount
@@ -125,6 +132,9 @@ package final class SQLEngine: @unchecked Sendable {
         let c = try Connection.open(
             path: path, create: create, api: api, cacheCapacity: configuration.statementCacheCapacity, hook: openHook)
         _ = api.busy_timeout(c.db, configuration.busyTimeoutMilliseconds)
+        c.logger = configuration.logger
+        c.logsBoundValues = configuration.logsBoundValues
+        configuration.logger?.debug("connection opened", metadata: ["path": "\(path)"])
         return c
     }
 
@@ -366,6 +376,16 @@ package final class SQLEngine: @unchecked Sendable {
         }
     }
 
+    /// Logs the end of a write transaction at debug level (duration and, on rollback, the error).
+    private func logTransaction(_ outcome: String, start: UInt64, error: (any Error)?) {
+        guard let logger = configuration.logger, logger.logLevel <= .debug else { return }
+        var metadata: Logger.Metadata = [
+            "path": "\(path)", "micros": "\((DispatchTime.now().uptimeNanoseconds - start) / 1000)",
+        ]
+        if let error { metadata["error"] = "\(error)" }
+        logger.debug("write transaction \(outcome)", metadata: metadata)
+    }
+
     /// Runs `body` in a write transaction on the writer connection.
     private func transaction<R>(implicit: Bool, _ body: (SQLTransaction) throws -> R) throws -> R {
         try writerThread.check()
@@ -374,6 +394,7 @@ package final class SQLEngine: @unchecked Sendable {
             writerThread.set()
             defer { writerThread.clear() }
             try beginImmediate(w)
+            let start = DispatchTime.now().uptimeNanoseconds
             let tx = SQLTransaction(session: Session(engine: self, connection: w), isImplicit: implicit)
             defer { tx.end() }
             do {
@@ -381,9 +402,11 @@ package final class SQLEngine: @unchecked Sendable {
                 tx.end()
                 if let failure = tx.failure { throw failure }
                 try w.execute("COMMIT")
+                logTransaction("committed", start: start, error: nil)
                 return result
             } catch {
                 abandon(w)
+                logTransaction("rolled back", start: start, error: error)
                 throw error
             }
         }

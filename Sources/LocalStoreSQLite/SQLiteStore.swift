@@ -1,5 +1,6 @@
 import CSQLite
 import LocalStore
+import Logging
 import LocalStoreSQLEngine
 
 /// A ``LocalStore`` kept in one SQLite file, using the system `libsqlite3`.
@@ -45,12 +46,16 @@ public final class SQLiteStore: LocalStore, IntegrityChecking {
         public var maximumReaderCount: Int
         /// Prepared statements cached per connection (default 64).
         public var statementCacheCapacity: Int
+        /// Whether statements logged at trace level include their bound values (default `false`: bound
+        /// values are user data).
+        public var logsBoundValues: Bool
 
         /// Creates options.
         public init(
             synchronous: Synchronous = .normal, busyTimeoutMilliseconds: Int = 5000, maximumReaderCount: Int = 4,
-            statementCacheCapacity: Int = 64
+            statementCacheCapacity: Int = 64, logsBoundValues: Bool = false
         ) {
+            self.logsBoundValues = logsBoundValues
             self.synchronous = synchronous
             self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
             self.maximumReaderCount = maximumReaderCount
@@ -71,15 +76,20 @@ public final class SQLiteStore: LocalStore, IntegrityChecking {
     ///   file written by a newer LocalStore; `schemaConflict` when the file was created with other
     ///   system table names; `unsupported` for `":memory:"`, an empty path or a `file:` URI; `ioError`
     ///   when the file cannot be opened.
-    public convenience init(path: String, systemTableNames: SystemTableNames = .default, options: Options = Options()) throws {
-        try self.init(path: path, systemTableNames: systemTableNames, options: options, api: .system)
+    /// - Parameter logger: where to log (swift-log): each statement's text and duration at `trace`,
+    ///   write transactions and opened connections at `debug`. Bound values only with
+    ///   ``Options/logsBoundValues``.
+    public convenience init(
+        path: String, systemTableNames: SystemTableNames = .default, options: Options = Options(), logger: Logger? = nil
+    ) throws {
+        try self.init(path: path, systemTableNames: systemTableNames, options: options, api: .system, logger: logger)
     }
 
     /// Opens the store through another SQLite library's function table (tests run the engine on
     /// SQLCipher's SQLite 3.15.2 this way).
     package init(
         path: String, systemTableNames: SystemTableNames = .default, options: Options = Options(), api: SQLiteAPI,
-        openHook: SQLEngine.OpenHook? = nil
+        openHook: SQLEngine.OpenHook? = nil, logger: Logger? = nil
     ) throws {
         self.path = path
         self.options = options
@@ -87,7 +97,8 @@ public final class SQLiteStore: LocalStore, IntegrityChecking {
             synchronousFull: options.synchronous == .full,
             busyTimeoutMilliseconds: Int32(clamping: max(0, options.busyTimeoutMilliseconds)),
             maximumReaderCount: max(1, options.maximumReaderCount),
-            statementCacheCapacity: max(1, options.statementCacheCapacity))
+            statementCacheCapacity: max(1, options.statementCacheCapacity), logger: logger,
+            logsBoundValues: options.logsBoundValues)
         engine = try SQLEngine(
             path: path, systemTableNames: systemTableNames, configuration: configuration, api: api, openHook: openHook)
     }
