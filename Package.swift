@@ -9,6 +9,8 @@ let package = Package(
         .library(name: "LocalStoreLMDB", targets: ["LocalStoreLMDB"]),
         .library(name: "LocalStoreSQLite", targets: ["LocalStoreSQLite"]),
         .library(name: "LocalStoreSQLCipher", targets: ["LocalStoreSQLCipher"]),
+        .library(name: "LocalStoreBench", targets: ["LocalStoreBench"]),
+        .library(name: "LocalStoreBenchBaselines", targets: ["LocalStoreBenchBaselines"]),
         .executable(name: "localstore", targets: ["localstore"]),
     ],
     dependencies: [
@@ -51,10 +53,11 @@ let package = Package(
             dependencies: ["LocalStore", "LocalStoreSQLEngine", "LocalStoreSQLite", "LocalStoreConformance"]
         ),
         .target(name: "LocalStoreBench", dependencies: ["LocalStore"]),
+        .target(name: "LocalStoreBenchBaselines", dependencies: ["LocalStoreBench", "CSQLite", "CLMDB"]),
         .executableTarget(
             name: "localstore",
             dependencies: [
-                "LocalStore", "LocalStoreBench", "LocalStoreSQLite", "LocalStoreLMDB",
+                "LocalStore", "LocalStoreBench", "LocalStoreBenchBaselines", "LocalStoreSQLite", "LocalStoreLMDB",
                 "LocalStoreSQLCipher", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -16,14 +16,32 @@ public struct BenchBackend: Sendable {
     /// Creates a subject whose store lives in `directory`.
     public let make: @Sendable (_ directory: URL) throws -> any BenchSubject
 
+    /// The workloads to run; `nil` for all. (A variant that differs only in how it opens, such as
+    /// SQLCipher with a passphrase, runs just `upsert` and `open`.)
+    public let workloads: Set<Workload>?
+
     public init(
-        name: String, baseline: String?, isPersistent: Bool,
+        name: String, baseline: String?, isPersistent: Bool, workloads: Set<Workload>? = nil,
         make: @escaping @Sendable (_ directory: URL) throws -> any BenchSubject
     ) {
         self.name = name
         self.baseline = baseline
         self.isPersistent = isPersistent
+        self.workloads = workloads
         self.make = make
+    }
+}
+
+extension BenchBackend {
+    /// A persistent ``LocalStore`` backend: `open` creates the store inside the benchmark's temporary
+    /// directory, and opens it again (same path) for the `open` workload.
+    public static func persistent(
+        name: String, baseline: String?, workloads: Set<Workload>? = nil,
+        open: @escaping @Sendable (_ directory: URL) throws -> any LocalStore
+    ) -> BenchBackend {
+        BenchBackend(name: name, baseline: baseline, isPersistent: true, workloads: workloads) { directory in
+            LocalStoreSubject(store: try open(directory), reopen: { try open(directory) })
+        }
     }
 }
 
@@ -107,141 +125,40 @@ public struct BenchRunner {
 
     /// Runs every workload on `backend` in a fresh temporary directory (removed afterwards).
     public func run(_ backend: BenchBackend) throws -> (results: [BenchResult], footprint: BenchFootprint) {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "localstore-bench-\(backend.name)-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
         Memory.resetPeak()
-        let subject = try backend.make(directory)
-        var rng = SplitMix64(seed: seed)
-        let data = BenchData(count: records, rng: &rng)
+        let session = try BenchSession(backend: backend, records: records, seed: seed)
+        defer { session.removeFiles() }
         var results: [BenchResult] = []
-        func record(_ w: Workload, ops: Int, _ m: Measurement) {
+        for workload in Workload.allCases where session.supports(workload) {
+            progress?.begin(backend.name, workload)
+            var m = Measurement()
+            var ops = 0
+            let units = session.plannedUnits(of: workload)
+            for n in 0..<units {
+                let done = try session.step(workload) { call in try m.time(call) }
+                if workload == .pushDrain && done == 0 {
+                    // The call that found the queue empty is not an operation.
+                    m.dropLast()
+                    break
+                }
+                ops += done
+                if n % 100 == 0 || units < 100 { progress?.update(Double(n + 1) / Double(units)) }
+            }
+            if workload == .pushDrain {
+                try BenchCheck.equal(ops, session.plannedUnits(of: .localWrite), "\(backend.name) push-drain drained")
+            }
             let seconds = Double(m.totalNanos) / 1e9
             results.append(
                 BenchResult(
-                    backend: backend.name, workload: w.rawValue, ops: ops, seconds: seconds,
+                    backend: backend.name, workload: workload.rawValue, ops: ops, seconds: seconds,
                     opsPerSecond: seconds > 0 ? Double(ops) / seconds : 0,
-                    p50Micros: w.isPerOperation ? m.percentile(0.50) : nil,
-                    p99Micros: w.isPerOperation ? m.percentile(0.99) : nil, ratioToBaseline: nil))
+                    p50Micros: workload.isPerOperation ? m.percentile(0.50) : nil,
+                    p99Micros: workload.isPerOperation ? m.percentile(0.99) : nil, ratioToBaseline: nil))
         }
-        try subject.setUp()
-        let pages = stride(from: 0, to: data.records.count, by: 500).map {
-            Array(data.records[$0..<min($0 + 500, data.records.count)])
-        }
-
-        progress?.begin(backend.name, .upsert)
-        var m = Measurement()
-        for (n, page) in pages.enumerated() {
-            try m.time { try subject.upsert(page) }
-            progress?.update(Double(n + 1) / Double(pages.count))
-        }
-        record(.upsert, ops: data.records.count, m)
-
-        progress?.begin(backend.name, .readById)
-        m = Measurement()
-        let reads = min(records, 50_000)
-        var found = 0
-        for n in 0..<reads {
-            let id = data.records[Int(rng.next() % UInt64(data.records.count))].id
-            if try m.time({ try subject.read(id: id) }) { found += 1 }
-            if n % 1000 == 0 { progress?.update(Double(n) / Double(reads)) }
-        }
-        try BenchCheck.equal(found, reads, "\(backend.name) read-by-id found")
-        record(.readById, ops: reads, m)
-
-        progress?.begin(backend.name, .queryIndexed)
-        m = Measurement()
-        let indexedQueries = 500
-        for _ in 0..<indexedQueries {
-            let p = Int64(rng.next() % 10)
-            let n = try m.time { try subject.queryIndexed(priority: p) }
-            try BenchCheck.equal(n, min(50, data.priorityCounts[Int(p)]), "\(backend.name) query-indexed rows")
-        }
-        record(.queryIndexed, ops: indexedQueries, m)
-
-        progress?.begin(backend.name, .queryScan)
-        m = Measurement()
-        let scans = 20
-        for n in 0..<scans {
-            let needle = "#\(rng.next() % 1000)#"
-            _ = try m.time { try subject.queryScan(textContains: needle) }
-            progress?.update(Double(n + 1) / Double(scans))
-        }
-        record(.queryScan, ops: scans, m)
-
-        progress?.begin(backend.name, .count)
-        m = Measurement()
-        let counts = 50
-        for _ in 0..<counts {
-            let n = try m.time { try subject.countComplete() }
-            try BenchCheck.equal(n, data.completeCount, "\(backend.name) count")
-        }
-        record(.count, ops: counts, m)
-
-        progress?.begin(backend.name, .update)
-        m = Measurement()
-        let updated = data.updates(fraction: 0.1, rng: &rng)
-        let updatePages = stride(from: 0, to: updated.count, by: 500).map {
-            Array(updated[$0..<min($0 + 500, updated.count)])
-        }
-        for page in updatePages { try m.time { try subject.upsert(page) } }
-        record(.update, ops: updated.count, m)
-
-        progress?.begin(backend.name, .localWrite)
-        m = Measurement()
-        let localWrites = max(1, min(records / 10, 5_000))
-        for n in 0..<localWrites {
-            let r = data.newRecord(n, rng: &rng)
-            try m.time { try subject.localWrite(r) }
-            if n % 100 == 0 { progress?.update(Double(n) / Double(localWrites)) }
-        }
-        record(.localWrite, ops: localWrites, m)
-
-        progress?.begin(backend.name, .pushDrain)
-        m = Measurement()
-        var drained = 0
-        while try m.time({ try subject.drainOne() }) {
-            drained += 1
-            if drained % 100 == 0 { progress?.update(Double(drained) / Double(localWrites)) }
-        }
-        try BenchCheck.equal(drained, localWrites, "\(backend.name) push-drain drained")
-        // The last timed call found the queue empty: it is not an operation.
-        m.dropLast()
-        record(.pushDrain, ops: drained, m)
-
-        progress?.begin(backend.name, .deltaToken)
-        m = Measurement()
-        let tokens = 1000
-        for n in 0..<tokens {
-            let date = Date(timeIntervalSince1970: 1_700_000_000 + Double(n))
-            let back = try m.time { try subject.deltaTokenRoundTrip(date, queryId: "q\(n % 10)") }
-            try BenchCheck.equal(back, date, "\(backend.name) delta token")
-        }
-        record(.deltaToken, ops: tokens, m)
-
-        if backend.isPersistent {
-            progress?.begin(backend.name, .open)
-            m = Measurement()
-            let opens = 20
-            for _ in 0..<opens {
-                let id = data.records[Int(rng.next() % UInt64(data.records.count))].id
-                let ok = try m.time { try subject.reopen(andRead: id) }
-                try BenchCheck.equal(ok, true, "\(backend.name) open then read")
-            }
-            record(.open, ops: opens, m)
-        }
-
-        progress?.begin(backend.name, .deleteByQuery)
-        m = Measurement()
-        var deleted = 0
-        for p in 0..<5 { deleted += try m.time { try subject.deleteWhere(priority: Int64(p)) } }
-        record(.deleteByQuery, ops: deleted, m)
         progress?.end()
-
-        try subject.close()
+        try session.close()
         let footprint = BenchFootprint(
-            backend: backend.name, storeBytes: DiskUsage.bytes(of: directory), peakMemoryBytes: Memory.peakBytes())
+            backend: backend.name, storeBytes: session.storeBytes, peakMemoryBytes: Memory.peakBytes())
         return (results, footprint)
     }
 }
@@ -284,6 +201,8 @@ struct Measurement {
 struct BenchData {
     var records: [TodoRecord] = []
     var priorityCounts = [Int](repeating: 0, count: 10)
+    /// How many records' text contains `#k#`, by `k` (the `query-scan` needles).
+    var needleCounts = [Int](repeating: 0, count: 1000)
     var completeCount = 0
 
     init(count: Int, rng: inout SplitMix64) {
@@ -291,6 +210,7 @@ struct BenchData {
         for i in 0..<count {
             let r = BenchData.record(i, rng: &rng)
             priorityCounts[Int(r.priority)] += 1
+            needleCounts[i % 1000] += 1
             if r.complete { completeCount += 1 }
             records.append(r)
         }

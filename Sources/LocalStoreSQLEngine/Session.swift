@@ -120,43 +120,70 @@ struct Session {
         let t = try table(name)
         let prepared = try items.map { try t.schema.prepare($0, options: options) }
         guard !prepared.isEmpty else { return }
-        // 1. Make sure every id has a row (new rows get null everywhere else).
-        let rowsPerInsert = max(1, min(connection.variableLimit, 500))
-        var start = 0
-        while start < prepared.count {
-            let end = min(start + rowsPerInsert, prepared.count)
-            let values = Array(repeating: "(?)", count: end - start).joined(separator: ", ")
-            let sql = "INSERT OR IGNORE INTO \(t.quotedName) (\(t.idColumn)) VALUES \(values)"
-            try connection.withStatement(sql) { s in
-                for (k, p) in prepared[start..<end].enumerated() { try s.bind(p.id, at: Int32(k + 1)) }
-                try s.run()
-            }
-            start = end
-        }
-        // 2. Set the columns each item names (merge), the id included (its newest spelling), in order.
-        let perUpdate = max(1, connection.variableLimit - 1)
-        var updates: [[Int]: String] = [:]  // SQL by the columns set: items of a batch mostly share it
+        // Per item: INSERT OR IGNORE the columns it names (a new row gets null everywhere else); when the
+        // id already had a row (nothing inserted), UPDATE exactly those columns — merge semantics, the id
+        // included (its newest spelling). Plain SQL that SQLite 3.15.2 runs (no UPSERT clause).
+        // Items naming more columns than one statement may bind take the slow path below.
+        let limit = connection.variableLimit
+        var inserts: [[Int]: String] = [:]  // SQL by the columns set: items of a batch mostly share it
+        var updates: [[Int]: String] = [:]
         for p in prepared {
             let assignments = p.assignments
-            var from = 0
-            while from < assignments.count {
-                let to = min(from + perUpdate, assignments.count)
-                let columns = assignments[from..<to].map(\.column)
-                let sql: String
-                if let cached = updates[columns] {
-                    sql = cached
-                } else {
-                    let sets = columns.map { t.quotedColumns[$0] + " = ?" }.joined(separator: ", ")
-                    sql = "UPDATE \(t.quotedName) SET \(sets) WHERE \(t.idColumn) = ?"
-                    updates[columns] = sql
-                }
-                try connection.withStatement(sql) { s in
-                    for (k, a) in assignments[from..<to].enumerated() { try s.bind(a.value, at: Int32(k + 1)) }
-                    try s.bind(p.id, at: Int32(to - from + 1))
-                    try s.run()
-                }
-                from = to
+            guard assignments.count < limit else {
+                try upsertWide(p, t)
+                continue
             }
+            let columns = assignments.map(\.column)
+            let insert: String
+            if let cached = inserts[columns] {
+                insert = cached
+            } else {
+                let names = columns.map { t.quotedColumns[$0] }.joined(separator: ", ")
+                let marks = Array(repeating: "?", count: columns.count).joined(separator: ", ")
+                insert = "INSERT OR IGNORE INTO \(t.quotedName) (\(names)) VALUES (\(marks))"
+                inserts[columns] = insert
+            }
+            let inserted = try connection.withStatement(insert) { s in
+                for (k, a) in assignments.enumerated() { try s.bind(a.value, at: Int32(k + 1)) }
+                try s.run()
+                return connection.api.changes(connection.db) > 0
+            }
+            if inserted { continue }
+            let update: String
+            if let cached = updates[columns] {
+                update = cached
+            } else {
+                let sets = columns.map { t.quotedColumns[$0] + " = ?" }.joined(separator: ", ")
+                update = "UPDATE \(t.quotedName) SET \(sets) WHERE \(t.idColumn) = ?"
+                updates[columns] = update
+            }
+            try connection.withStatement(update) { s in
+                for (k, a) in assignments.enumerated() { try s.bind(a.value, at: Int32(k + 1)) }
+                try s.bind(p.id, at: Int32(assignments.count + 1))
+                try s.run()
+            }
+        }
+    }
+
+    /// Upserts an item that sets more columns than one statement can bind: insert its id, then set its
+    /// columns in chunks.
+    private func upsertWide(_ p: PreparedItem, _ t: TableInfo) throws {
+        try connection.withStatement("INSERT OR IGNORE INTO \(t.quotedName) (\(t.idColumn)) VALUES (?)") { s in
+            try s.bind(p.id, at: 1)
+            try s.run()
+        }
+        let perUpdate = max(1, connection.variableLimit - 1)
+        let assignments = p.assignments
+        var from = 0
+        while from < assignments.count {
+            let to = min(from + perUpdate, assignments.count)
+            let sets = assignments[from..<to].map { t.quotedColumns[$0.column] + " = ?" }.joined(separator: ", ")
+            try connection.withStatement("UPDATE \(t.quotedName) SET \(sets) WHERE \(t.idColumn) = ?") { s in
+                for (k, a) in assignments[from..<to].enumerated() { try s.bind(a.value, at: Int32(k + 1)) }
+                try s.bind(p.id, at: Int32(to - from + 1))
+                try s.run()
+            }
+            from = to
         }
     }
 

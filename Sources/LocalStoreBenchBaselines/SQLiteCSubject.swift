@@ -1,0 +1,353 @@
+import CSQLite
+import Foundation
+import LocalStore
+import LocalStoreBench
+
+/// The `sqlite-c` baseline: the benchmark's workloads written directly against the SQLite C API — the
+/// practical limit of the engine for what the `sqlite` backend does.
+///
+/// Same schema as the backend (the TodoItem table with a `NOCASE` text primary key and indexes on
+/// `priority` and `updatedAt`; the three system tables, the operations table keyed by an integer
+/// primary key), same configuration (WAL, `synchronous = NORMAL`), one connection, every statement
+/// prepared once and kept, values bound straight from the record's fields (text without a copy), one
+/// transaction per page, rows decoded into ``TodoRecord``s.
+public final class SQLiteCSubject: BenchSubject {
+    private let path: String
+    private var db: OpaquePointer?
+    private var statements: [Statement: OpaquePointer] = [:]
+
+    /// The SQL the workloads run, prepared once per connection.
+    private enum Statement: CaseIterable {
+        case begin, commit, rollback, upsert, readById, queryIndexed, queryScan, countComplete, deleteWhere
+        case appendOperation, firstOperation, deleteOperation, deleteErrors, setConfig, readConfig
+
+        var sql: String {
+            switch self {
+            case .begin: return "BEGIN IMMEDIATE"
+            case .commit: return "COMMIT"
+            case .rollback: return "ROLLBACK"
+            case .upsert:
+                return """
+                    INSERT INTO "TodoItem" ("id", "text", "complete", "priority", "createdAt", "updatedAt", "version", \
+                    "deleted") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT ("id") DO UPDATE SET \
+                    "id" = excluded."id", "text" = excluded."text", "complete" = excluded."complete", \
+                    "priority" = excluded."priority", "createdAt" = excluded."createdAt", \
+                    "updatedAt" = excluded."updatedAt", "version" = excluded."version", "deleted" = excluded."deleted"
+                    """
+            case .readById: return "SELECT \(SQLiteCSubject.columns) FROM \"TodoItem\" WHERE \"id\" = ?1"
+            case .queryIndexed:
+                return """
+                    SELECT \(SQLiteCSubject.columns) FROM "TodoItem" WHERE "priority" = ?1 \
+                    ORDER BY "updatedAt" DESC, "id" LIMIT 50
+                    """
+            case .queryScan:
+                return "SELECT \(SQLiteCSubject.columns) FROM \"TodoItem\" WHERE instr(\"text\", ?1) > 0 ORDER BY \"id\" LIMIT 50"
+            case .countComplete: return "SELECT count(*) FROM \"TodoItem\" WHERE \"complete\" = 1"
+            case .deleteWhere: return "DELETE FROM \"TodoItem\" WHERE \"priority\" = ?1"
+            case .appendOperation:
+                // A NULL integer primary key becomes max(id) + 1: the next operation id.
+                return """
+                    INSERT INTO "MS_TableOperations" ("id", "table", "tableKind", "itemId", "properties") \
+                    VALUES (NULL, ?1, 0, ?2, ?3)
+                    """
+            case .firstOperation:
+                return """
+                    SELECT "id", "table", "tableKind", "itemId", "properties" FROM "MS_TableOperations" \
+                    WHERE "id" > 0 ORDER BY "id" LIMIT 1
+                    """
+            case .deleteOperation: return "DELETE FROM \"MS_TableOperations\" WHERE \"id\" = ?1"
+            case .deleteErrors: return "DELETE FROM \"MS_TableOperationErrors\" WHERE \"operationId\" = ?1"
+            case .setConfig:
+                return """
+                    INSERT INTO "MS_TableConfig" ("id", "table", "key", "keyType", "value") VALUES (?1, ?2, ?3, 0, ?4) \
+                    ON CONFLICT ("id") DO UPDATE SET "id" = excluded."id", "table" = excluded."table", \
+                    "key" = excluded."key", "keyType" = excluded."keyType", "value" = excluded."value"
+                    """
+            case .readConfig: return "SELECT \"value\" FROM \"MS_TableConfig\" WHERE \"id\" = ?1"
+            }
+        }
+    }
+
+    static let columns = #""id", "text", "complete", "priority", "createdAt", "updatedAt", "version", "deleted""#
+
+    // The `sqlite` backend's DDL: the same column declarations (dates as `timeIntervalSinceReferenceDate`
+    // seconds in a column without REAL affinity) and the same indexes on the system tables.
+    static let schema = """
+        CREATE TABLE IF NOT EXISTS "MS_TableOperations" ("id" INTEGER PRIMARY KEY, "table" TEXT, "tableKind" INTEGER, \
+        "itemId" TEXT, "properties" BLOB);
+        CREATE INDEX IF NOT EXISTS "MS_TableOperations_table_itemId" ON "MS_TableOperations" \
+        ("table", "itemId" COLLATE NOCASE);
+        CREATE TABLE IF NOT EXISTS "MS_TableOperationErrors" ("id" TEXT COLLATE NOCASE PRIMARY KEY NOT NULL, \
+        "operationId" INTEGER, "tableKind" INTEGER, "properties" BLOB);
+        CREATE INDEX IF NOT EXISTS "MS_TableOperationErrors_operationId" ON "MS_TableOperationErrors" ("operationId");
+        CREATE TABLE IF NOT EXISTS "MS_TableConfig" ("id" TEXT COLLATE NOCASE PRIMARY KEY NOT NULL, "table" TEXT, \
+        "key" TEXT, "keyType" INTEGER, "value" TEXT);
+        CREATE INDEX IF NOT EXISTS "MS_TableConfig_table_key_keyType" ON "MS_TableConfig" ("table", "key", "keyType");
+        """
+
+    static let todoSchema = """
+        CREATE TABLE IF NOT EXISTS "TodoItem" ("id" TEXT COLLATE NOCASE PRIMARY KEY NOT NULL, "text" TEXT, \
+        "complete" BOOLEAN, "priority" INTEGER, "createdAt" DATE_BLOB, "updatedAt" DATE_BLOB, "version" TEXT, \
+        "deleted" BOOLEAN);
+        CREATE INDEX IF NOT EXISTS "TodoItem_priority" ON "TodoItem" ("priority");
+        CREATE INDEX IF NOT EXISTS "TodoItem_updatedAt" ON "TodoItem" ("updatedAt");
+        """
+
+    /// Opens (creating) `directory/sqlite-c.sqlite` with the system tables.
+    public init(directory: URL) throws {
+        path = directory.appendingPathComponent("sqlite-c.sqlite").path
+        try open()
+    }
+
+    deinit { closeConnection() }
+
+    /// The SQLite library's version (`sqlite3_libversion()`).
+    public static var libraryVersion: String { String(cString: sqlite3_libversion()) }
+
+    // MARK: Connection
+
+    private func open() throws {
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &handle, flags, nil)
+        guard rc == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(handle)
+            throw LocalStoreError(.ioError, "sqlite-c: cannot open \(path): \(message)")
+        }
+        db = handle
+        try exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
+        try exec(Self.schema)
+        statements = [:]
+    }
+
+    private func closeConnection() {
+        for (_, s) in statements { sqlite3_finalize(s) }
+        statements = [:]
+        if let db { sqlite3_close_v2(db) }
+        db = nil
+    }
+
+    private func exec(_ sql: String) throws {
+        var error: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(db, sql, nil, nil, &error)
+        if rc != SQLITE_OK {
+            let message = error.map { String(cString: $0) } ?? "error \(rc)"
+            sqlite3_free(error)
+            throw LocalStoreError(.ioError, "sqlite-c: \(message)")
+        }
+    }
+
+    private func failure(_ what: String, _ rc: Int32) -> LocalStoreError {
+        let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "closed"
+        return LocalStoreError(.ioError, "sqlite-c: \(what) failed (\(rc)): \(message)")
+    }
+
+    /// The prepared statement for `s` (prepared on first use, kept until the connection closes), reset and
+    /// with its bindings cleared.
+    private func statement(_ s: Statement) throws -> OpaquePointer {
+        if let stmt = statements[s] { return stmt }
+        guard let db else { throw LocalStoreError.closed() }
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v3(db, s.sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else { throw failure("prepare", rc) }
+        statements[s] = stmt
+        return stmt
+    }
+
+    /// Steps a statement that returns no rows, then resets it.
+    private func run(_ stmt: OpaquePointer) throws {
+        let rc = sqlite3_step(stmt)
+        sqlite3_reset(stmt)
+        guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw failure("step", rc) }
+    }
+
+    private func transaction<R>(_ body: () throws -> R) throws -> R {
+        try run(try statement(.begin))
+        do {
+            let r = try body()
+            try run(try statement(.commit))
+            return r
+        } catch {
+            try? run(try statement(.rollback))
+            throw error
+        }
+    }
+
+    // MARK: Binding and decoding
+
+    /// Binds `text` without copying it for as long as `body` runs (the statement is stepped inside).
+    private func withText<R>(_ text: String, bind stmt: OpaquePointer, _ index: Int32, _ body: () throws -> R) rethrows -> R {
+        var text = text
+        return try text.withUTF8 { bytes in
+            if let base = bytes.baseAddress, bytes.count > 0 {
+                base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                    _ = sqlite3_bind_text(stmt, index, $0, Int32(bytes.count), nil)  // SQLITE_STATIC
+                }
+            } else {
+                _ = sqlite3_bind_text(stmt, index, "", 0, Self.transient)
+            }
+            return try body()
+        }
+    }
+
+    private static var transient: sqlite3_destructor_type { unsafeBitCast(-1, to: sqlite3_destructor_type.self) }
+
+    private static func text(_ stmt: OpaquePointer, _ column: Int32) -> String {
+        guard let p = sqlite3_column_text(stmt, column) else { return "" }
+        let n = Int(sqlite3_column_bytes(stmt, column))
+        return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
+    }
+
+    private static func record(_ stmt: OpaquePointer) -> TodoRecord {
+        TodoRecord(
+            id: text(stmt, 0), text: text(stmt, 1), complete: sqlite3_column_int64(stmt, 2) != 0,
+            priority: sqlite3_column_int64(stmt, 3),
+            createdAt: Date(timeIntervalSinceReferenceDate: sqlite3_column_double(stmt, 4)),
+            updatedAt: Date(timeIntervalSinceReferenceDate: sqlite3_column_double(stmt, 5)), version: text(stmt, 6),
+            deleted: sqlite3_column_int64(stmt, 7) != 0)
+    }
+
+    /// Steps `stmt` to the end, decoding every row; returns the rows, then resets the statement.
+    private func records(_ stmt: OpaquePointer) throws -> [TodoRecord] {
+        defer { sqlite3_reset(stmt) }
+        var rows: [TodoRecord] = []
+        while true {
+            let rc = sqlite3_step(stmt)
+            if rc == SQLITE_DONE { return rows }
+            guard rc == SQLITE_ROW else { throw failure("step", rc) }
+            rows.append(Self.record(stmt))
+        }
+    }
+
+    private func upsertRow(_ r: TodoRecord) throws {
+        let stmt = try statement(.upsert)
+        sqlite3_bind_int64(stmt, 3, r.complete ? 1 : 0)
+        sqlite3_bind_int64(stmt, 4, r.priority)
+        sqlite3_bind_double(stmt, 5, r.createdAt.timeIntervalSinceReferenceDate)
+        sqlite3_bind_double(stmt, 6, r.updatedAt.timeIntervalSinceReferenceDate)
+        sqlite3_bind_int64(stmt, 8, r.deleted ? 1 : 0)
+        try withText(r.id, bind: stmt, 1) {
+            try withText(r.text, bind: stmt, 2) {
+                try withText(r.version, bind: stmt, 7) { try run(stmt) }
+            }
+        }
+    }
+
+    // MARK: BenchSubject
+
+    public func setUp() throws { try exec(Self.todoSchema) }
+
+    public func upsert(_ page: [TodoRecord]) throws {
+        try transaction { for r in page { try upsertRow(r) } }
+    }
+
+    public func read(id: String) throws -> Bool {
+        let stmt = try statement(.readById)
+        return try withText(id, bind: stmt, 1) { try records(stmt).count == 1 }
+    }
+
+    public func queryIndexed(priority: Int64) throws -> Int {
+        let stmt = try statement(.queryIndexed)
+        sqlite3_bind_int64(stmt, 1, priority)
+        return try records(stmt).count
+    }
+
+    public func queryScan(textContains needle: String) throws -> Int {
+        let stmt = try statement(.queryScan)
+        return try withText(needle, bind: stmt, 1) { try records(stmt).count }
+    }
+
+    public func countComplete() throws -> Int {
+        let stmt = try statement(.countComplete)
+        defer { sqlite3_reset(stmt) }
+        let rc = sqlite3_step(stmt)
+        guard rc == SQLITE_ROW else { throw failure("count", rc) }
+        return Int(sqlite3_column_int64(stmt, 0))
+    }
+
+    public func deleteWhere(priority: Int64) throws -> Int {
+        try transaction {
+            let stmt = try statement(.deleteWhere)
+            sqlite3_bind_int64(stmt, 1, priority)
+            try run(stmt)
+            return Int(sqlite3_changes64(db))
+        }
+    }
+
+    private static let insertProperties = Array(#"{"type":"insert"}"#.utf8)
+
+    public func localWrite(_ record: TodoRecord) throws {
+        try transaction {
+            try upsertRow(record)
+            let stmt = try statement(.appendOperation)
+            try Self.insertProperties.withUnsafeBytes { props in
+                sqlite3_bind_blob(stmt, 3, props.baseAddress, Int32(props.count), nil)
+                try withText("TodoItem", bind: stmt, 1) {
+                    try withText(record.id, bind: stmt, 2) { try run(stmt) }
+                }
+            }
+        }
+    }
+
+    public func drainOne() throws -> Bool {
+        try transaction {
+            let first = try statement(.firstOperation)
+            let rc = sqlite3_step(first)
+            guard rc == SQLITE_ROW else {
+                sqlite3_reset(first)
+                if rc == SQLITE_DONE { return false }
+                throw failure("step", rc)
+            }
+            // Decode the operation as a sync engine would before pushing it.
+            let op = TableOperation(
+                id: sqlite3_column_int64(first, 0), table: Self.text(first, 1),
+                tableKind: Int(sqlite3_column_int64(first, 2)), itemId: Self.text(first, 3),
+                properties: Self.blob(first, 4))
+            sqlite3_reset(first)
+            let deleteOp = try statement(.deleteOperation)
+            sqlite3_bind_int64(deleteOp, 1, op.id)
+            try run(deleteOp)
+            let deleteErrors = try statement(.deleteErrors)
+            sqlite3_bind_int64(deleteErrors, 1, op.id)
+            try run(deleteErrors)
+            return true
+        }
+    }
+
+    private static func blob(_ stmt: OpaquePointer, _ column: Int32) -> [UInt8] {
+        let n = Int(sqlite3_column_bytes(stmt, column))
+        guard n > 0, let p = sqlite3_column_blob(stmt, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: p, count: n))
+    }
+
+    public func reopen(andRead id: String) throws -> Bool {
+        closeConnection()
+        try open()
+        return try read(id: id)
+    }
+
+    public func deltaTokenRoundTrip(_ date: Date, queryId: String) throws -> Date? {
+        let id = "deltaToken|TodoItem|\(queryId)"
+        let set = try statement(.setConfig)
+        try withText(id, bind: set, 1) {
+            try withText("TodoItem", bind: set, 2) {
+                try withText(queryId, bind: set, 3) {
+                    try withText(DeltaTokenFormat.string(from: date), bind: set, 4) { try run(set) }
+                }
+            }
+        }
+        let get = try statement(.readConfig)
+        return try withText(id, bind: get, 1) {
+            defer { sqlite3_reset(get) }
+            let rc = sqlite3_step(get)
+            guard rc == SQLITE_ROW else {
+                if rc == SQLITE_DONE { return nil }
+                throw failure("step", rc)
+            }
+            return DeltaTokenFormat.date(from: Self.text(get, 0))
+        }
+    }
+
+    public func close() throws { closeConnection() }
+}
