@@ -7,19 +7,25 @@ import Darwin
 #endif
 import Synchronization
 
-/// A readers-writer lock over `pthread_rwlock_t`, writer-preferring so a stream of readers cannot
-/// starve the writer.
-final class ReadWriteLock: @unchecked Sendable {
+// The lock primitives every backend of this package shares (`package` access: not public API).
+
+/// A readers-writer lock over `pthread_rwlock_t`. Writer-preferring by default, so a stream of
+/// readers cannot starve the writer; reader-preferring when readers may take it recursively.
+package final class ReadWriteLock: @unchecked Sendable {
     private let lock: UnsafeMutablePointer<pthread_rwlock_t>
 
-    init() {
+    package init(preferWriters: Bool = true) {
         lock = .allocate(capacity: 1)
         #if canImport(Glibc)
-        var attr = pthread_rwlockattr_t()
-        pthread_rwlockattr_init(&attr)
-        pthread_rwlockattr_setkind_np(&attr, Int32(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP))
-        pthread_rwlock_init(lock, &attr)
-        pthread_rwlockattr_destroy(&attr)
+        if preferWriters {
+            var attr = pthread_rwlockattr_t()
+            pthread_rwlockattr_init(&attr)
+            pthread_rwlockattr_setkind_np(&attr, Int32(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP))
+            pthread_rwlock_init(lock, &attr)
+            pthread_rwlockattr_destroy(&attr)
+        } else {
+            pthread_rwlock_init(lock, nil)
+        }
         #else
         pthread_rwlock_init(lock, nil)
         #endif
@@ -30,32 +36,71 @@ final class ReadWriteLock: @unchecked Sendable {
         lock.deallocate()
     }
 
-    func withReadLock<R>(_ body: () throws -> R) rethrows -> R {
+    package func withReadLock<R>(_ body: () throws -> R) rethrows -> R {
         pthread_rwlock_rdlock(lock)
         defer { pthread_rwlock_unlock(lock) }
         return try body()
     }
 
-    func withWriteLock<R>(_ body: () throws -> R) rethrows -> R {
+    package func withWriteLock<R>(_ body: () throws -> R) rethrows -> R {
         pthread_rwlock_wrlock(lock)
         defer { pthread_rwlock_unlock(lock) }
         return try body()
     }
 }
 
+/// A plain mutex over `pthread_mutex_t` that may be held across arbitrary (throwing, generic) code,
+/// with a condition variable for waiting on the state it guards.
+package final class PThreadMutex: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let condition: UnsafeMutablePointer<pthread_cond_t>
+
+    package init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+        condition = .allocate(capacity: 1)
+        condition.initialize(to: pthread_cond_t())
+        pthread_cond_init(condition, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    package func lock() { pthread_mutex_lock(mutex) }
+    package func unlock() { pthread_mutex_unlock(mutex) }
+
+    /// Waits for a ``broadcast()``; the caller holds the mutex.
+    package func wait() { pthread_cond_wait(condition, mutex) }
+    /// Wakes every waiter; the caller holds the mutex.
+    package func broadcast() { pthread_cond_broadcast(condition) }
+
+    package func withLock<R>(_ body: () throws -> R) rethrows -> R {
+        lock()
+        defer { unlock() }
+        return try body()
+    }
+}
+
 /// Remembers which thread holds a store's write lock, so that a call on the store from inside its
 /// own `write {}` body is refused with `misuse` instead of deadlocking.
-final class WriterThread: Sendable {
+package final class WriterThread: Sendable {
     private let owner = Mutex<pthread_t?>(nil)
 
-    var isCurrentThread: Bool {
+    package init() {}
+
+    package var isCurrentThread: Bool {
         owner.withLock { o in o.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
     }
 
-    func set() { owner.withLock { $0 = pthread_self() } }
-    func clear() { owner.withLock { $0 = nil } }
+    package func set() { owner.withLock { $0 = pthread_self() } }
+    package func clear() { owner.withLock { $0 = nil } }
 
-    func check() throws {
+    package func check() throws {
         if isCurrentThread {
             throw LocalStoreError(
                 .misuse, "the store was called from inside its own write {} body; use the transaction passed to the body")

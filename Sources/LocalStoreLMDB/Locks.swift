@@ -8,32 +8,8 @@ import Darwin
 import LocalStore
 import Synchronization
 
-/// A plain mutex over `pthread_mutex_t`, usable around generic, non-`Sendable` results (which
-/// `Synchronization.Mutex.withLock` does not accept without `sending`).
-final class PosixMutex: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-
-    init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deinitialize(count: 1)
-        mutex.deallocate()
-    }
-
-    func lock() { pthread_mutex_lock(mutex) }
-    func unlock() { pthread_mutex_unlock(mutex) }
-
-    func withLock<R>(_ body: () throws -> R) rethrows -> R {
-        lock()
-        defer { unlock() }
-        return try body()
-    }
-}
+/// The package's shared mutex (core `PThreadMutex`), under the name this module uses.
+typealias PosixMutex = PThreadMutex
 
 /// The gate every LMDB transaction of this process passes: a transaction holds it shared for its
 /// whole life; changing the map size (which LMDB allows only while the process has no active
@@ -124,26 +100,5 @@ final class TransactionGate: @unchecked Sendable {
         exclusive = false
         pthread_cond_broadcast(changed)
         pthread_mutex_unlock(mutex)
-    }
-}
-
-/// Remembers which thread runs the environment's write transaction, so that a call on the store
-/// from inside its own `write {}` body is refused with `misuse` instead of deadlocking on LMDB's
-/// writer lock (the same idea as the core's `WriterThread`).
-final class WriterThread: Sendable {
-    private let owner = Mutex<pthread_t?>(nil)
-
-    var isCurrentThread: Bool {
-        owner.withLock { o in o.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
-    }
-
-    func set() { owner.withLock { $0 = pthread_self() } }
-    func clear() { owner.withLock { $0 = nil } }
-
-    func check() throws {
-        if isCurrentThread {
-            throw LocalStoreError(
-                .misuse, "the store was called from inside its own write {} body; use the transaction passed to the body")
-        }
     }
 }

@@ -59,7 +59,7 @@ public struct SQLCipherKey: Sendable, CustomStringConvertible, CustomDebugString
 
 /// Key bytes in memory this package owns; zeroed by ``wipe()`` and when released.
 final class KeyMaterial: @unchecked Sendable {
-    private let lock = NSLockLike()
+    private let lock = PThreadMutex()
     private var buffer: UnsafeMutableRawBufferPointer?
 
     init(_ bytes: [UInt8]) {
@@ -90,22 +90,4 @@ final class KeyMaterial: @unchecked Sendable {
     }
 
     deinit { wipe() }
-}
-
-/// A plain pthread mutex (Foundation-free).
-final class NSLockLike: @unchecked Sendable {
-    private let m: UnsafeMutablePointer<pthread_mutex_t>
-    init() {
-        m = .allocate(capacity: 1)
-        pthread_mutex_init(m, nil)
-    }
-    deinit {
-        pthread_mutex_destroy(m)
-        m.deallocate()
-    }
-    func withLock<R>(_ body: () throws -> R) rethrows -> R {
-        pthread_mutex_lock(m)
-        defer { pthread_mutex_unlock(m) }
-        return try body()
-    }
 }

@@ -285,52 +285,42 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
 
 /// The store's engine behind a readers-writer lock, so ``SQLCipherStore/rekey(to:)`` can swap it.
 private final class EngineSlot: @unchecked Sendable {
-    private let rw: UnsafeMutablePointer<pthread_rwlock_t>
+    // Reader-preferring: a call holds it shared and must not wait behind a pending rekey while it
+    // already holds it (the misuse check inside needs to run).
+    private let rw = ReadWriteLock(preferWriters: false)
     private var current: SQLEngine?
     private var closed = false
 
-    init() {
-        rw = .allocate(capacity: 1)
-        pthread_rwlock_init(rw, nil)
-    }
-
-    deinit {
-        pthread_rwlock_destroy(rw)
-        rw.deallocate()
-    }
-
     func set(_ engine: SQLEngine) {
-        pthread_rwlock_wrlock(rw)
-        current = engine
-        pthread_rwlock_unlock(rw)
+        rw.withWriteLock { current = engine }
     }
 
     /// Runs one call on the engine, holding the lock shared so that a rekey waits for running calls.
     func with<R>(_ body: (SQLEngine) throws -> R) throws -> R {
-        pthread_rwlock_rdlock(rw)
-        defer { pthread_rwlock_unlock(rw) }
-        guard let current, !closed else { throw LocalStoreError.closed() }
-        return try body(current)
+        try rw.withReadLock {
+            guard let current, !closed else { throw LocalStoreError.closed() }
+            return try body(current)
+        }
     }
 
     func replace(_ body: (SQLEngine) throws -> SQLEngine) throws {
-        pthread_rwlock_wrlock(rw)
-        defer { pthread_rwlock_unlock(rw) }
-        guard let engine = current, !closed else { throw LocalStoreError.closed() }
-        do {
-            current = try body(engine)
-        } catch {
-            // When the old engine was already closed (the file is rekeyed but could not be reopened), the
-            // store stays closed rather than half-keyed.
-            if engine.isClosed { closed = true }
-            throw error
+        try rw.withWriteLock {
+            guard let engine = current, !closed else { throw LocalStoreError.closed() }
+            do {
+                current = try body(engine)
+            } catch {
+                // When the old engine was already closed (the file is rekeyed but could not be reopened),
+                // the store stays closed rather than half-keyed.
+                if engine.isClosed { closed = true }
+                throw error
+            }
         }
     }
 
     func close() throws {
-        pthread_rwlock_wrlock(rw)
-        defer { pthread_rwlock_unlock(rw) }
-        closed = true
-        try current?.close()
+        try rw.withWriteLock {
+            closed = true
+            try current?.close()
+        }
     }
 }
