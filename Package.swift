@@ -75,11 +75,16 @@ let package = Package(
             pkgConfig: "lmdb",
             providers: [.apt(["liblmdb-dev"])]
         ),
-        .target(name: "LocalStoreLMDB", dependencies: ["LocalStore", "CLMDB"]),
+        .target(
+            name: "LocalStoreLMDB",
+            dependencies: ["LocalStore", "CLMDB", .product(name: "Logging", package: "swift-log")]
+        ),
         .executableTarget(name: "lmdb-reader-holder", dependencies: ["CLMDB"]),
         .testTarget(
             name: "LocalStoreLMDBTests",
-            dependencies: ["LocalStore", "LocalStoreLMDB", "CLMDB", "lmdb-reader-holder"]
+            dependencies: [
+                "LocalStore", "LocalStoreLMDB", "CLMDB", "lmdb-reader-holder", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,6 +1,7 @@
 import CLMDB
 import Foundation
 import LocalStore
+import Logging
 import Synchronization
 
 /// How an ``LMDBStore`` is opened.
@@ -85,13 +86,18 @@ public final class LMDBStore: LocalStore {
 
     let environment: Environment
     private let isClosed = Atomic<Bool>(false)
+    /// Where queries (plan and duration, at trace) and write transactions (duration, at debug) are logged.
+    private let logger: Logger?
 
     /// Opens (or creates) the store in the directory `path`.
     ///
     /// - Throws: `notADatabase` when `path` is a file, a directory holding other files, or an
     ///   environment LocalStore did not write; `versionMismatch` for a store of another format or
     ///   LMDB version; `corrupt` for a damaged one; `readOnly`/`ioError` when it cannot be created.
-    public init(path: String, options: LMDBStoreOptions = LMDBStoreOptions()) throws {
+    /// - Parameter logger: where to log (swift-log): each query's plan and duration at `trace`, write
+    ///   transactions at `debug`. Values are never logged.
+    public init(path: String, options: LMDBStoreOptions = LMDBStoreOptions(), logger: Logger? = nil) throws {
+        self.logger = logger
         try options.systemTableNames.validate()
         let (environment, cleared) = try Environment.acquire(path: path, options: options)
         do {
@@ -165,7 +171,16 @@ public final class LMDBStore: LocalStore {
     /// The rows `query` selects, in one consistent snapshot; see ``explain(_:)`` for the plan.
     public func read(_ query: Query) throws -> ReadResult {
         try checkOpen()
-        return try environment.read { try $0.read(query) }
+        guard let logger, logger.logLevel <= .trace else { return try environment.read { try $0.read(query) } }
+        let start = DispatchTime.now().uptimeNanoseconds
+        let (result, plan) = try environment.read { context in (try context.read(query), try context.explain(query)) }
+        logger.trace(
+            "query",
+            metadata: [
+                "table": "\(query.table)", "plan": "\(plan)", "rows": "\(result.items.count)",
+                "micros": "\((DispatchTime.now().uptimeNanoseconds - start) / 1000)", "path": "\(path)",
+            ])
+        return result
     }
 
     /// Inserts or updates `items` by id with merge semantics, all-or-nothing, in one transaction.
@@ -200,11 +215,28 @@ public final class LMDBStore: LocalStore {
     public func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
         try checkOpen()
         let names = systemTableNames
-        return try environment.write { context in
-            let tx = LMDBTransaction(context: context, systemTableNames: names)
-            defer { tx.isActive = false }
-            return try body(tx)
+        let start = DispatchTime.now().uptimeNanoseconds
+        do {
+            let result = try environment.write { context in
+                let tx = LMDBTransaction(context: context, systemTableNames: names)
+                defer { tx.isActive = false }
+                return try body(tx)
+            }
+            logWrite("committed", start: start, error: nil)
+            return result
+        } catch {
+            logWrite("rolled back", start: start, error: error)
+            throw error
         }
+    }
+
+    private func logWrite(_ outcome: String, start: UInt64, error: (any Error)?) {
+        guard let logger, logger.logLevel <= .debug else { return }
+        var metadata: Logger.Metadata = [
+            "path": "\(path)", "micros": "\((DispatchTime.now().uptimeNanoseconds - start) / 1000)",
+        ]
+        if let error { metadata["error"] = "\(error)" }
+        logger.debug("write transaction \(outcome)", metadata: metadata)
     }
 
     // MARK: LMDB specifics
