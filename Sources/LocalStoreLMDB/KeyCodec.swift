@@ -129,7 +129,8 @@ enum KeyCodec {
 
     /// The length of the component starting at `offset` in `key`, or `nil` when the key ends
     /// before the component does (a truncated long key).
-    static func componentLength(_ key: [UInt8], at offset: Int) -> Int? {
+    static func componentLength<K: RandomAccessCollection>(_ key: K, at offset: Int) -> Int?
+    where K.Element == UInt8, K.Index == Int {
         guard offset < key.count else { return nil }
         let fixed: Int
         switch key[offset] {

@@ -35,6 +35,11 @@ enum QueryPlan {
     case ordered(PlanSource, KeyRange, descending: Bool)
     /// Every row.
     case scan
+    /// The cost choice between an index's ranges and an ordered walk: `walk` (an ordered walk over
+    /// `.all`) was estimated cheaper than reading `ranges` of `source`. The walk gives up after
+    /// visiting `budget` entries (matches correlated with the sort order, against the estimate's
+    /// assumption) and the ranges are read instead.
+    indirect case walkOrRanges(walk: PlanSource, descending: Bool, budget: Int, source: PlanSource, ranges: [KeyRange])
 
     func description(table: TableDefinition) -> String {
         switch self {
@@ -45,14 +50,26 @@ enum QueryPlan {
         case .ordered(.primary, _, _): return "ordered primary key"
         case .ordered(.index(let i), _, _): return "ordered index \(i.description(schema: table.schema))"
         case .scan: return "full scan"
+        case .walkOrRanges(let walk, let descending, _, _, _):
+            return QueryPlan.ordered(walk, .all, descending: descending).description(table: table)
         }
     }
+}
+
+/// What the planner may ask the store for a cost choice.
+struct PlanStatistics {
+    /// The number of rows of the table.
+    var rowCount: () throws -> Int
+    /// The number of entries of a source within ranges, counting no further than `limit`.
+    var countEntries: (_ source: PlanSource, _ ranges: [KeyRange], _ limit: Int) throws -> Int
 }
 
 /// Chooses a ``QueryPlan`` from the conjuncts of a resolved predicate.
 struct QueryPlanner {
     let table: TableDefinition
     let query: ResolvedQuery
+    /// Without statistics the planner never trades an index's ranges for an ordered walk.
+    var statistics: PlanStatistics? = nil
 
     var schema: TableSchema { table.schema }
 
@@ -67,7 +84,7 @@ struct QueryPlanner {
         }
     }
 
-    func plan() -> QueryPlan {
+    func plan() throws -> QueryPlan {
         let parts = QueryPlanner.conjuncts(query.predicate)
         if parts.contains(where: { if case .constant(false) = $0 { return true } else { return false } }) { return .empty }
         let idIndex = schema.idIndex
@@ -108,16 +125,42 @@ struct QueryPlanner {
             {
                 return .ordered(best.source, best.ranges[0], descending: first.descending)
             }
+            // Reading the ranges costs one row per entry (`matches`), plus sorting them; walking the
+            // first sort key's source in order and filtering visits about wanted × rows / matches
+            // entries (when the matches are spread evenly over the sort order). Count the entries
+            // only up to the break-even point √(wanted × rows): the choice needs no more.
+            if canOrder, let statistics, let first = sortFirst, let walk = orderedSource(first.column),
+                let top = query.top
+            {
+                let wanted = Double(query.skip) + Double(top)
+                let rows = Double(try statistics.rowCount())
+                let threshold = wanted * rows
+                let limit = threshold >= 1e30 ? Int.max : Int(threshold.squareRoot()) + 1
+                let matches = try statistics.countEntries(best.source, best.ranges, limit)
+                if matches > 0, Double(matches) * Double(matches) > threshold {
+                    let expected = threshold / Double(matches)
+                    let budget = expected >= 1e15 ? Int.max : 4 * Int(expected) + 256
+                    return .walkOrRanges(
+                        walk: walk, descending: first.descending, budget: budget, source: best.source, ranges: best.ranges)
+                }
+            }
             return .ranges(best.source, best.ranges)
         }
         // 3. An ordered walk over the first sort key's index.
-        if canOrder, let first = sortFirst {
-            if first.column == idIndex { return .ordered(.primary, .all, descending: first.descending) }
-            if let index = table.indexes.first(where: { $0.components[0] == .init(column: first.column, noCase: false) }) {
-                return .ordered(.index(index), .all, descending: first.descending)
-            }
+        if canOrder, let first = sortFirst, let walk = orderedSource(first.column) {
+            return .ordered(walk, .all, descending: first.descending)
         }
         return .scan
+    }
+
+    /// The source whose order is `column`'s: the primary database for the id, else the first
+    /// index led by a byte-ordered `column` component.
+    private func orderedSource(_ column: Int) -> PlanSource? {
+        if column == schema.idIndex { return .primary }
+        if let index = table.indexes.first(where: { $0.components[0] == .init(column: column, noCase: false) }) {
+            return .index(index)
+        }
+        return nil
     }
 
     /// The column a source is ordered by first (for a NOCASE component: none usable for sorting).
@@ -346,7 +389,7 @@ struct QueryRunner {
     /// The rows the query returns (not projected) and the number of matches (meaningful when the
     /// query asks for the count).
     func run() throws -> (rows: [[Value]], count: Int) {
-        let plan = QueryPlanner(table: table, query: query).plan()
+        let plan = try QueryPlanner(table: table, query: query, statistics: context.statistics(table)).plan()
         let primary = try context.handle(table.database)
         switch plan {
         case .empty:
@@ -354,49 +397,78 @@ struct QueryRunner {
         case .ids(let ids):
             var seen = Set<[UInt8]>()
             var rows: [[Value]] = []
-            for id in ids where seen.insert(KeyCodec.idKey(id)).inserted {
+            for id in ids where ids.count == 1 || seen.insert(KeyCodec.idKey(id)).inserted {
                 if let found = try context.findRow(table, id: id) { rows.append(found.row) }
             }
             return query.select(rows)
-        case .ranges(.primary, let ranges):
-            var seen = Set<[UInt8]>()
-            var rows: [[Value]] = []
-            for r in ranges {
-                let s = r.stored
-                try context.walk(primary, lower: s.lower, upper: s.upper, descending: false) { key, value in
-                    if seen.insert(key).inserted { rows.append(try RecordCodec.decode(value, schema: schema).row) }
-                    return true
-                }
-            }
-            return query.select(rows)
-        case .ranges(.index(let index), let ranges):
-            let dbi = try context.handle(index.database)
-            var seen = Set<[UInt8]>()
-            var keys: [[UInt8]] = []
-            for r in ranges {
-                let s = r.stored
-                try context.walk(dbi, lower: s.lower, upper: s.upper, descending: false) { _, value in
-                    let key = Array(value)
-                    if seen.insert(key).inserted { keys.append(key) }
-                    return true
-                }
-            }
-            let rows = try keys.map { try context.row(table, storedKey: $0, dbi: primary) }
-            return query.select(rows)
+        case .ranges(let source, let ranges):
+            return query.select(try rows(source, ranges, primary: primary))
         case .ordered(let source, let range, let descending):
-            return try ordered(source, range, descending: descending, primary: primary)
+            return try ordered(source, range, descending: descending, primary: primary, budget: .max)
+                ?? query.select(try rows(source, [range], primary: primary))
+        case .walkOrRanges(let walk, let descending, let budget, let source, let ranges):
+            if let result = try ordered(walk, .all, descending: descending, primary: primary, budget: budget) { return result }
+            return query.select(try rows(source, ranges, primary: primary))
         case .scan:
-            return try context.withAllRows(table) { query.select($0) }
+            return try context.withAllRows(table, filter: RowFilter(query)) { query.select($0) }
         }
     }
 
+    /// The rows within `ranges` of `source`, each once. One range holds every row at most once (a
+    /// row has one entry per index); several ranges (from `IN`) may overlap and are deduplicated.
+    private func rows(_ source: PlanSource, _ ranges: [KeyRange], primary: MDB_dbi) throws -> [[Value]] {
+        let dedup = ranges.count > 1
+        // Every candidate is decoded whole when the query returns rows (most candidates of a range
+        // usually match, and `select` filters anyway); for a count, only the predicate's columns.
+        let filter = RowFilter(query)
+        let schema = self.schema
+        func candidate(_ record: UnsafeRawBufferPointer) throws -> [Value]? {
+            if filter.wholeRows { return try RecordCodec.decode(record, schema: schema).row }
+            return try filter.matchingRow(record)
+        }
+        var seen = Set<[UInt8]>()
+        var rows: [[Value]] = []
+        switch source {
+        case .primary:
+            for r in ranges {
+                let s = r.stored
+                try context.walkRaw(primary, lower: s.lower, upper: s.upper, descending: false) { key, value in
+                    if !dedup || seen.insert(Array(key)).inserted, let row = try candidate(value) { rows.append(row) }
+                    return true
+                }
+            }
+        case .index(let index):
+            let dbi = try context.handle(index.database)
+            for r in ranges {
+                let s = r.stored
+                try context.walkRaw(dbi, lower: s.lower, upper: s.upper, descending: false) { _, value in
+                    if !dedup || seen.insert(Array(value)).inserted, let row = try row(storedKey: value, primary: primary, candidate) {
+                        rows.append(row)
+                    }
+                    return true
+                }
+            }
+        }
+        return rows
+    }
+
+    /// `decode` applied to the record stored under a primary key found in an index.
+    private func row(storedKey: UnsafeRawBufferPointer, primary: MDB_dbi, _ decode: (UnsafeRawBufferPointer) throws -> [Value]?)
+        throws -> [Value]?
+    {
+        guard let decoded = try context.withValue(primary, raw: storedKey, decode) else {
+            throw LMDBErrors.corrupt("an index of table '\(schema.name)' names a row that does not exist", table: schema.name)
+        }
+        return decoded
+    }
 
     /// Walks `range` of `source` in the order of the first sort key, one group of equal first-key
     /// values at a time; each group is sorted by the full order (later keys, then id) and the walk
     /// stops once skip + top rows are out. Truncated long keys can put different values in one
     /// group (their order within the group is restored by the sort), never out of group order.
-    private func ordered(_ source: PlanSource, _ range: KeyRange, descending: Bool, primary: MDB_dbi) throws
-        -> (rows: [[Value]], count: Int)
+    /// `nil` when the walk visited more than `budget` entries before it was done.
+    private func ordered(_ source: PlanSource, _ range: KeyRange, descending: Bool, primary: MDB_dbi, budget: Int) throws
+        -> (rows: [[Value]], count: Int)?
     {
         guard let top = query.top else { return try context.withAllRows(table) { query.select($0) } }
         let wanted = query.skip.addingReportingOverflow(top)
@@ -404,46 +476,129 @@ struct QueryRunner {
         if wanted.partialValue == 0 { return ([], 0) }
         var out: [[Value]] = []
         var group: [[Value]] = []
-        var groupKey: ArraySlice<UInt8>? = nil
+        var groupKey: [UInt8] = []
+        var inGroup = false
+        var visited = 0
+        var overBudget = false
+        let filter = RowFilter(query)
         func flush() {
             group.sort { query.compareRows($0, $1) < 0 }
             out.append(contentsOf: group)
             group.removeAll(keepingCapacity: true)
         }
+        /// Starts a new group when `g` differs from the current group's key; `false` when the walk is done.
+        func enter(_ g: UnsafeRawBufferPointer) -> Bool {
+            if inGroup {
+                if g.elementsEqual(groupKey) { return true }
+                flush()
+                if out.count >= wanted.partialValue { return false }
+            }
+            inGroup = true
+            groupKey.removeAll(keepingCapacity: true)
+            groupKey.append(contentsOf: g)
+            return true
+        }
         let s = range.stored
         switch source {
         case .primary:
-            try context.walk(primary, lower: s.lower, upper: s.upper, descending: descending) { key, value in
-                let g = KeyCodec.orderedPart(key)
-                if let current = groupKey, current != g {
-                    flush()
-                    if out.count >= wanted.partialValue { return false }
+            try context.walkRaw(primary, lower: s.lower, upper: s.upper, descending: descending) { key, value in
+                let g = key.count > KeyCodec.prefixLimit ? UnsafeRawBufferPointer(rebasing: key[0..<KeyCodec.prefixLimit]) : key
+                guard enter(g) else { return false }
+                visited += 1
+                if visited > budget {
+                    overBudget = true
+                    return false
                 }
-                groupKey = g
-                let row = try RecordCodec.decode(value, schema: schema).row
-                if query.predicate.matches(row) { group.append(row) }
+                if let row = try filter.matchingRow(value) { group.append(row) }
                 return true
             }
         case .index(let index):
             let dbi = try context.handle(index.database)
-            try context.walk(dbi, lower: s.lower, upper: s.upper, descending: descending) { key, value in
-                let g: ArraySlice<UInt8>
+            try context.walkRaw(dbi, lower: s.lower, upper: s.upper, descending: descending) { key, value in
+                let g: UnsafeRawBufferPointer
                 if let n = KeyCodec.componentLength(key, at: 0), n <= KeyCodec.prefixLimit {
-                    g = key[0..<n]
+                    g = UnsafeRawBufferPointer(rebasing: key[0..<n])
                 } else {
-                    g = KeyCodec.orderedPart(key)
+                    g = key.count > KeyCodec.prefixLimit ? UnsafeRawBufferPointer(rebasing: key[0..<KeyCodec.prefixLimit]) : key
                 }
-                if let current = groupKey, current != g {
-                    flush()
-                    if out.count >= wanted.partialValue { return false }
+                guard enter(g) else { return false }
+                visited += 1
+                if visited > budget {
+                    overBudget = true
+                    return false
                 }
-                groupKey = g
-                let row = try context.row(table, storedKey: Array(value), dbi: primary)
-                if query.predicate.matches(row) { group.append(row) }
+                if let row = try row(storedKey: value, primary: primary, filter.matchingRow) { group.append(row) }
                 return true
             }
         }
+        if overBudget { return nil }
         flush()
         return (Array(out.dropFirst(query.skip).prefix(top)), out.count)
+    }
+}
+
+extension ResolvedPredicate {
+    /// The columns the predicate reads.
+    var columns: ColumnSet {
+        var set = ColumnSet()
+        collectColumns(into: &set)
+        return set
+    }
+
+    func collectColumns(into set: inout ColumnSet) {
+        switch self {
+        case .constant: break
+        case .and(let ps), .or(let ps): for p in ps { p.collectColumns(into: &set) }
+        case .not(let p): p.collectColumns(into: &set)
+        case .compare(let l, _, let r, _), .string(_, let l, let r, _):
+            l.collectColumns(into: &set)
+            r.collectColumns(into: &set)
+        case .isNull(let e), .isNotNull(let e), .in(let e, _, _): e.collectColumns(into: &set)
+        }
+    }
+}
+
+extension ResolvedExpression {
+    func collectColumns(into set: inout ColumnSet) {
+        switch self {
+        case .column(let n, _, _): set.insert(n)
+        case .literal: break
+        case .arithmetic(_, let l, let r, _):
+            l.collectColumns(into: &set)
+            r.collectColumns(into: &set)
+        case .toLower(let e), .toUpper(let e), .length(let e): e.collectColumns(into: &set)
+        }
+    }
+}
+
+/// Decodes candidate rows for a query: the predicate's columns first, the whole record only for
+/// the rows that match (and not even those when the query needs only the count). Every record is
+/// checked in full either way.
+struct RowFilter {
+    let predicate: ResolvedPredicate
+    let schema: TableSchema
+    /// `nil` when the predicate is always true (nothing to filter on).
+    let columns: ColumnSet?
+    /// Whether matching rows must be whole (the query returns rows, not just the count).
+    let wholeRows: Bool
+
+    init(_ query: ResolvedQuery) {
+        predicate = query.predicate
+        schema = query.schema
+        if case .constant(true) = query.predicate { columns = nil } else { columns = query.predicate.columns }
+        if let top = query.top {
+            let limit = query.skip.addingReportingOverflow(top)
+            wholeRows = limit.overflow || limit.partialValue > 0
+        } else {
+            wholeRows = true
+        }
+    }
+
+    /// The row of `record` when it matches, else `nil`.
+    @inline(__always) func matchingRow(_ record: UnsafeRawBufferPointer) throws -> [Value]? {
+        guard let columns else { return try RecordCodec.decode(record, schema: schema).row }
+        let partial = try RecordCodec.decode(record, schema: schema, only: columns).row
+        guard predicate.matches(partial) else { return nil }
+        return wholeRows ? try RecordCodec.decode(record, schema: schema).row : partial
     }
 }

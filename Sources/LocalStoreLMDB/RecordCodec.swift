@@ -145,6 +145,13 @@ enum RecordCodec {
     }
 
     static func decode(_ bytes: UnsafeRawBufferPointer, schema: TableSchema) throws -> Decoded {
+        try decode(bytes, schema: schema, only: nil)
+    }
+
+    /// Decodes a record; with `only`, the columns not in it are checked exactly like the others
+    /// (tags, lengths, types, UTF-8, finiteness) but stand as empty placeholders of their kind
+    /// (`""`, `[]`) instead of being materialized: for filtering before the full decode.
+    static func decode(_ bytes: UnsafeRawBufferPointer, schema: TableSchema, only: ColumnSet?) throws -> Decoded {
         var r = ByteReader(bytes)
         do {
             guard try r.byte() == version else { throw ByteReader.Failure("unknown record version") }
@@ -155,7 +162,7 @@ enum RecordCodec {
             var row: [Value] = []
             row.reserveCapacity(width)
             for n in 0..<Int(count) {
-                let v = try r.value()
+                let v = try only.map { $0.contains(n) } ?? true ? r.value() : r.placeholderValue()
                 guard schema.columns[n].type.accepts(v) else {
                     throw ByteReader.Failure("column '\(schema.columns[n].name)' holds a \(v.kindName)")
                 }
@@ -242,6 +249,44 @@ struct ByteReader {
         return s
     }
 
+    /// Checks a string's length and UTF-8 without building it.
+    mutating func checkString() throws {
+        let n = try length()
+        let raw = rawBytes(n)
+        guard ByteReader.isASCII(raw) || String(validating: raw, as: UTF8.self) != nil else { throw Failure("invalid UTF-8") }
+    }
+
+    static func isASCII(_ raw: UnsafeRawBufferPointer) -> Bool {
+        var i = 0
+        let n = raw.count
+        while i + 8 <= n {
+            if raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { return false }
+            i += 8
+        }
+        while i < n {
+            if raw[i] & 0x80 != 0 { return false }
+            i += 1
+        }
+        return true
+    }
+
+    /// ``value()`` with strings and binaries checked but not built: `""` / `[]` stand for them.
+    mutating func placeholderValue() throws -> Value {
+        guard offset < bytes.count else { throw Failure("unexpected end") }
+        switch bytes[offset] {
+        case RecordCodec.Tag.string:
+            offset += 1
+            try checkString()
+            return .string("")
+        case RecordCodec.Tag.binary:
+            offset += 1
+            _ = rawBytes(try length())
+            return .binary([])
+        default:
+            return try value()
+        }
+    }
+
     mutating func value() throws -> Value {
         switch try byte() {
         case RecordCodec.Tag.null: return .null
@@ -293,5 +338,23 @@ struct ByteReader {
             return .object(members)
         case let t: throw Failure("unknown json tag \(t)")
         }
+    }
+}
+
+/// A set of column positions (a bitmap).
+struct ColumnSet {
+    private var bits: [UInt64] = []
+
+    init() {}
+
+    @inline(__always) func contains(_ n: Int) -> Bool {
+        let w = n >> 6
+        return w < bits.count && bits[w] & (1 << UInt64(n & 63)) != 0
+    }
+
+    mutating func insert(_ n: Int) {
+        let w = n >> 6
+        while bits.count <= w { bits.append(0) }
+        bits[w] |= 1 << UInt64(n & 63)
     }
 }

@@ -143,6 +143,57 @@ final class TxnContext {
         _ dbi: MDB_dbi, lower: [UInt8]?, upper: [UInt8]?, descending: Bool,
         _ visit: (_ key: [UInt8], _ value: UnsafeRawBufferPointer) throws -> Bool
     ) throws {
+        try walkRaw(dbi, lower: lower, upper: upper, descending: descending) { key, value in
+            try visit(Array(key), value)
+        }
+    }
+
+    /// `memcmp` order with the shorter first on a common prefix (LMDB's default key order).
+    @inline(__always) static func precedes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        let n = min(a.count, b.count)
+        if n > 0, let pa = a.baseAddress, let pb = b.baseAddress {
+            let c = memcmp(pa, pb, n)
+            if c != 0 { return c < 0 }
+        }
+        return a.count < b.count
+    }
+
+    /// The number of keys `lower <= key < upper` (stored-key space) of `dbi`, counting no further
+    /// than `limit`.
+    func countKeys(_ dbi: MDB_dbi, lower: [UInt8]?, upper: [UInt8]?, limit: Int) throws -> Int {
+        var n = 0
+        guard limit > 0 else { return 0 }
+        try walkRaw(dbi, lower: lower, upper: upper, descending: false) { _, _ in
+            n += 1
+            return n < limit
+        }
+        return n
+    }
+
+    /// What the planner may ask for a cost choice over `t`, in this transaction.
+    func statistics(_ t: TableDefinition) -> PlanStatistics {
+        PlanStatistics(
+            rowCount: { try self.entryCount(try self.handle(t.database)) },
+            countEntries: { source, ranges, limit in
+                let dbi: MDB_dbi
+                switch source {
+                case .primary: dbi = try self.handle(t.database)
+                case .index(let index): dbi = try self.handle(index.database)
+                }
+                var n = 0
+                for r in ranges where n < limit {
+                    let s = r.stored
+                    n += try self.countKeys(dbi, lower: s.lower, upper: s.upper, limit: limit - n)
+                }
+                return n
+            })
+    }
+
+    /// ``walk(_:lower:upper:descending:_:)`` handing the key bytes (valid only during `visit`).
+    func walkRaw(
+        _ dbi: MDB_dbi, lower: [UInt8]?, upper: [UInt8]?, descending: Bool,
+        _ visit: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
         let txn = try activeTxn()
         // LMDB refuses empty keys: an empty lower bound is no bound, an empty upper bound is empty.
         let lower = lower.flatMap { $0.isEmpty ? nil : $0 }
@@ -162,8 +213,8 @@ final class TxnContext {
         if !descending {
             rc = lower.map(seek) ?? mdb_cursor_get(cursor, &kv, &dv, MDB_FIRST)
             while rc == 0 {
-                let key = Array(UnsafeRawBufferPointer(start: kv.mv_data, count: kv.mv_size))
-                if let upper, !key.lexicographicallyPrecedes(upper) { return }
+                let key = UnsafeRawBufferPointer(start: kv.mv_data, count: kv.mv_size)
+                if let upper, !upper.withUnsafeBytes({ TxnContext.precedes(key, $0) }) { return }
                 guard try visit(key, UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)) else { return }
                 rc = mdb_cursor_get(cursor, &kv, &dv, MDB_NEXT)
             }
@@ -179,8 +230,8 @@ final class TxnContext {
                 rc = mdb_cursor_get(cursor, &kv, &dv, MDB_LAST)
             }
             while rc == 0 {
-                let key = Array(UnsafeRawBufferPointer(start: kv.mv_data, count: kv.mv_size))
-                if let lower, key.lexicographicallyPrecedes(lower) { return }
+                let key = UnsafeRawBufferPointer(start: kv.mv_data, count: kv.mv_size)
+                if let lower, lower.withUnsafeBytes({ TxnContext.precedes(key, $0) }) { return }
                 guard try visit(key, UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)) else { return }
                 rc = mdb_cursor_get(cursor, &kv, &dv, MDB_PREV)
             }
@@ -190,14 +241,15 @@ final class TxnContext {
 
     /// Runs `body` over every row of `t`, streamed from a cursor in primary-key order; a decoding or
     /// cursor error ends the sequence and is thrown after `body` returns.
-    func withAllRows<R>(_ t: TableDefinition, _ body: (RowStream) -> R) throws -> R {
+    /// With `filter`, the stream skips the rows that do not match (``RowFilter``).
+    func withAllRows<R>(_ t: TableDefinition, filter: RowFilter? = nil, _ body: (RowStream) -> R) throws -> R {
         let txn = try activeTxn()
         var cursor: OpaquePointer?
         try LMDBErrors.check(mdb_cursor_open(txn, try handle(t.database), &cursor), "cannot open a cursor")
         guard let cursor else { throw LocalStoreError(.internal, "mdb_cursor_open returned no cursor") }
         defer { mdb_cursor_close(cursor) }
         let failure = RowStream.Failure()
-        let result = body(RowStream(cursor: cursor, schema: t.schema, failure: failure))
+        let result = body(RowStream(cursor: cursor, schema: t.schema, failure: failure, filter: filter))
         if let error = failure.error { throw error }
         return result
     }
@@ -226,6 +278,17 @@ final class TxnContext {
             return true
         }
         return found
+    }
+
+    /// Runs `body` on the value stored under the key bytes `key`; `nil` when there is none.
+    func withValue<R>(_ dbi: MDB_dbi, raw key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        let txn = try activeTxn()
+        var kv = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var dv = MDB_val()
+        let rc = mdb_get(txn, dbi, &kv, &dv)
+        if rc == MDB_NOTFOUND { return nil }
+        try LMDBErrors.check(rc, "cannot read")
+        return try body(UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size))
     }
 
     /// The row stored under a primary key (as found in an index).
@@ -280,7 +343,7 @@ final class TxnContext {
     func explain(_ query: Query) throws -> String {
         let t = try table(query.table)
         let q = try ResolvedQuery(query, schema: t.schema)
-        return QueryPlanner(table: t, query: q).plan().description(table: t)
+        return try QueryPlanner(table: t, query: q, statistics: statistics(t)).plan().description(table: t)
     }
 
     // MARK: Writes
@@ -547,25 +610,32 @@ struct RowStream: Sequence, IteratorProtocol {
     let failure: Failure
     private var started = false
 
-    init(cursor: OpaquePointer, schema: TableSchema, failure: Failure) {
+    let filter: RowFilter?
+
+    init(cursor: OpaquePointer, schema: TableSchema, failure: Failure, filter: RowFilter? = nil) {
         self.cursor = cursor
         self.schema = schema
         self.failure = failure
+        self.filter = filter
     }
 
     mutating func next() -> [Value]? {
         guard failure.error == nil else { return nil }
         var kv = MDB_val()
         var dv = MDB_val()
-        let rc = mdb_cursor_get(cursor, &kv, &dv, started ? MDB_NEXT : MDB_FIRST)
-        started = true
-        if rc == MDB_NOTFOUND { return nil }
-        do {
-            try LMDBErrors.check(rc, "cannot move a cursor")
-            return try RecordCodec.decode(UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size), schema: schema).row
-        } catch {
-            failure.error = error
-            return nil
+        while true {
+            let rc = mdb_cursor_get(cursor, &kv, &dv, started ? MDB_NEXT : MDB_FIRST)
+            started = true
+            if rc == MDB_NOTFOUND { return nil }
+            do {
+                try LMDBErrors.check(rc, "cannot move a cursor")
+                let record = UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)
+                guard let filter else { return try RecordCodec.decode(record, schema: schema).row }
+                if let row = try filter.matchingRow(record) { return row }
+            } catch {
+                failure.error = error
+                return nil
+            }
         }
     }
 }

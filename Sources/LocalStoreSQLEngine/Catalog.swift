@@ -91,7 +91,22 @@ struct TableInfo: Sendable {
         self.kind = kind
         quotedName = SQLNames.quote(sqlName)
         quotedColumns = schema.columns.map { SQLNames.quote($0.name) }
+        let names = quotedColumns.joined(separator: ", ")
+        let marks = Array(repeating: "?", count: quotedColumns.count).joined(separator: ", ")
+        let idColumn = quotedColumns[schema.idIndex]
+        selectByIdSQL = "SELECT \(names) FROM \(quotedName) WHERE \(idColumn) = ?1"
+        insertAllSQL = "INSERT OR IGNORE INTO \(quotedName) (\(names)) VALUES (\(marks))"
+        updateAllSQL = "UPDATE \(quotedName) SET \(quotedColumns.map { $0 + " = ?" }.joined(separator: ", ")) WHERE \(idColumn) = ?"
+        allColumns = Array(schema.columns.indices)
     }
+
+    /// Statements built once per table: reading a row by id, and the upsert of an item that sets
+    /// every column (`INSERT OR IGNORE`, then `UPDATE … WHERE id = ?` when the row existed).
+    let selectByIdSQL: String
+    let insertAllSQL: String
+    let updateAllSQL: String
+    /// Every column position, in schema order.
+    let allColumns: [Int]
 
     var idColumn: String { quotedColumns[schema.idIndex] }
 

@@ -15,9 +15,16 @@ final class Connection {
     /// Whether the `localstore_*` SQL functions are registered on this connection.
     private(set) var hasFunctions = false
 
-    private struct Cached {
-        var statement: OpaquePointer
+    /// A cached statement; `inUse` while borrowed (a nested use of the same SQL prepares another).
+    private final class Cached {
+        let statement: OpaquePointer
         var lastUse: UInt64
+        var inUse = false
+
+        init(statement: OpaquePointer, lastUse: UInt64) {
+            self.statement = statement
+            self.lastUse = lastUse
+        }
     }
     /// Where statements are logged (trace level), if anywhere.
     var logger: Logger?
@@ -73,7 +80,8 @@ final class Connection {
     func close() {
         guard !isClosed else { return }
         isClosed = true
-        for (_, c) in cache { _ = api.finalize(c.statement) }
+        // A borrowed statement is finalized when it is given back.
+        for (_, c) in cache where !c.inUse { _ = api.finalize(c.statement) }
         cache.removeAll()
         _ = api.close_v2(db)
     }
@@ -136,13 +144,14 @@ final class Connection {
     /// ``PrepareFailure/isSizeLimit``) throws ``NeedsFallback``.
     func withStatement<R>(_ sql: String, fallbackOnSizeLimit: Bool = false, _ body: (Statement) throws -> R) throws -> R {
         let statement: Statement
+        let cached: Cached?
         do {
-            statement = try take(sql)
+            (statement, cached) = try take(sql)
         } catch {
             if fallbackOnSizeLimit && error.isSizeLimit { throw NeedsFallback() }
             throw error.asStoreError
         }
-        defer { give(sql, statement.handle) }
+        defer { give(sql, statement.handle, cached) }
         guard let logger, logger.logLevel <= .trace else { return try body(statement) }
         boundValues.removeAll(keepingCapacity: true)
         let start = DispatchTime.now().uptimeNanoseconds
@@ -184,27 +193,40 @@ final class Connection {
         return (handle, rest)
     }
 
-    private func take(_ sql: String) throws(PrepareFailure) -> Statement {
-        if let c = cache.removeValue(forKey: sql) { return Statement(c.statement, self) }
+    /// The statement for `sql`: the cached one when it is free (one hash of the text per use), else a
+    /// newly prepared one, returned with `nil` and cached (or finalized) by ``give(_:_:_:)``.
+    private func take(_ sql: String) throws(PrepareFailure) -> (Statement, Cached?) {
+        if let c = cache[sql], !c.inUse {
+            c.inUse = true
+            return (Statement(c.statement, self), c)
+        }
         var handle: OpaquePointer?
         let rc = api.prepare_v2(db, sql, -1, &handle, nil)
         guard rc == SQLite.OK, let handle else {
             if let handle { _ = api.finalize(handle) }
             throw PrepareFailure(code: rc == SQLite.OK ? SQLite.ERROR : rc, message: SQLiteError.message(api, db, rc), sql: sql)
         }
-        return Statement(handle, self)
+        return (Statement(handle, self), nil)
     }
 
-    private func give(_ sql: String, _ handle: OpaquePointer) {
+    private func give(_ sql: String, _ handle: OpaquePointer, _ cached: Cached?) {
         _ = api.reset(handle)
         _ = api.clear_bindings(handle)
+        useCounter &+= 1
+        if let cached {
+            cached.inUse = false
+            cached.lastUse = useCounter
+            if isClosed { _ = api.finalize(handle) }
+            return
+        }
         if isClosed || cache[sql] != nil {
             _ = api.finalize(handle)
             return
         }
-        useCounter &+= 1
         cache[sql] = Cached(statement: handle, lastUse: useCounter)
-        if cache.count > cacheCapacity, let oldest = cache.min(by: { $0.value.lastUse < $1.value.lastUse }) {
+        if cache.count > cacheCapacity,
+            let oldest = cache.lazy.filter({ !$0.value.inUse }).min(by: { $0.value.lastUse < $1.value.lastUse })
+        {
             _ = api.finalize(oldest.value.statement)
             cache.removeValue(forKey: oldest.key)
         }

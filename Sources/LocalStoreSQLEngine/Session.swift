@@ -78,9 +78,8 @@ struct Session {
     func read(table name: String, id: Value) throws -> Item? {
         let t = try table(name)
         try t.schema.checkId(id)
-        let all = Array(t.schema.columns.indices)
-        let sql = "SELECT \(columnList(t, all)) FROM \(t.quotedName) WHERE \(t.idColumn) = ?1"
-        return try connection.withStatement(sql) { s in
+        let all = t.allColumns
+        return try connection.withStatement(t.selectByIdSQL) { s in
             try s.bind(id, at: 1)
             return try s.step() ? try item(s, t.schema, all) : nil
         }
@@ -133,9 +132,13 @@ struct Session {
                 try upsertWide(p, t)
                 continue
             }
-            let columns = assignments.map(\.column)
+            // An item setting every column (assignments are in column order) uses the table's own SQL.
+            let setsAll = assignments.count == t.quotedColumns.count
+            let columns = setsAll ? [] : assignments.map(\.column)
             let insert: String
-            if let cached = inserts[columns] {
+            if setsAll {
+                insert = t.insertAllSQL
+            } else if let cached = inserts[columns] {
                 insert = cached
             } else {
                 let names = columns.map { t.quotedColumns[$0] }.joined(separator: ", ")
@@ -150,7 +153,9 @@ struct Session {
             }
             if inserted { continue }
             let update: String
-            if let cached = updates[columns] {
+            if setsAll {
+                update = t.updateAllSQL
+            } else if let cached = updates[columns] {
                 update = cached
             } else {
                 let sets = columns.map { t.quotedColumns[$0] + " = ?" }.joined(separator: ", ")

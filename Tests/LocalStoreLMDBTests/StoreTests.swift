@@ -435,6 +435,25 @@ struct StoreTests {
 
     // MARK: Planner
 
+    @Test("an ordered walk chosen by cost gives up on correlated data and reads the range instead")
+    func orderedWalkBudget() throws {
+        let dir = try TempDirectory()
+        let store = try LMDBStore(path: dir.storePath)
+        defer { try? store.close() }
+        try store.defineTable(TableSchema("E", ["old": .boolean, "at": .integer], indexed: ["old", "at"]))
+        // The matching rows (old == true) are the oldest: a newest-first walk meets 1,500 others first.
+        try store.upsert((0..<3000).map { ["id": .string("e\($0)"), "old": .bool($0 < 1500), "at": .int(Int64($0))] }, into: "E")
+        for top in [1, 3, 40] {
+            let q = Query("E", where: Field("old") == true, sort: [SortKey("at", .descending)], skip: 1, top: top)
+            #expect(try store.explain(q) == "ordered index at")
+            let ids = try store.read(q).items.map { $0["id"] }
+            #expect(ids == (0..<1500).reversed().dropFirst().prefix(top).map { Value.string("e\($0)") })
+            let inTransaction = try store.write { tx in try tx.read(q) }.items.map { $0["id"] }
+            #expect(inTransaction == ids)
+        }
+        #expect(try store.count("E", where: Field("old") == true) == 1500)
+    }
+
     @Test("indexed queries use their index")
     func explainUsesIndexes() throws {
         let dir = try TempDirectory()
@@ -466,6 +485,25 @@ struct StoreTests {
         #expect(try plan(nil, sort: [SortKey("note")], top: 5) == "full scan")
         #expect(try plan(nil, top: 5) == "ordered primary key")
         #expect(try plan(.false) == "empty")
+        // Cost choice: with top, an equality range holding many rows is traded for a walk of the
+        // sort key's index when matches² > (skip + top) × rows.
+        #expect(try plan(Field("done").isNull, sort: [SortKey("priority", .descending)], top: 5) == "ordered index priority")  // 50² > 5 × 50
+        #expect(try plan(Field("priority") == 2, sort: [SortKey("title")], top: 1) == "ordered index title")  // 10² > 1 × 50
+        #expect(try plan(Field("priority") == 2, sort: [SortKey("title")], top: 5) == "index priority")  // 10² < 5 × 50
+        #expect(try plan(Field("priority") == 2, sort: [SortKey("title")], top: 1, count: true) == "index priority")
+        #expect(try plan(Field("priority") == 2, sort: [SortKey("note")], top: 1) == "index priority")
+        for (p, sort, top) in [
+            (Field("priority") == 2, [SortKey("title", .descending)], 1), (Field("done").isNull, [SortKey("priority"), SortKey("title")], 7),
+            (Field("done").isNull && Field("priority") >= 3, [SortKey("title")], 3),
+        ] as [(QueryPredicate, [SortKey], Int)] {
+            for skip in [0, 2] {
+                let q = Query("Todo", where: p, sort: sort, skip: skip, top: top)
+                let all = try store.read(Query("Todo")).items.map { item in
+                    try! ResolvedQuery(q, schema: store.schema(of: "Todo")!).schema.columns.map { item[$0.name] ?? .null }
+                }
+                #expect(try store.read(q) == (try ResolvedQuery(q, schema: try store.schema(of: "Todo")!)).apply(to: all), "\(q)")
+            }
+        }
         // The results are the ones of a full scan.
         let ordered = try store.read(Query("Todo", sort: [SortKey("priority", .descending)], skip: 3, top: 7)).items.map { $0["id"] }
         let expected = (0..<50).map { $0 }.sorted { a, b in
