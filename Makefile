@@ -4,8 +4,14 @@ SWIFT ?= swift
 APT_PACKAGES := libsqlite3-dev libsqlcipher-dev liblmdb-dev pkg-config
 SUDO := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
 BENCH_ARGS ?=
+# Reliability (docs/reliability.md): extra `swift build`/`swift test` flags (e.g. --scratch-path .build-rel),
+# the stress sizes, and the fuzzer's arguments (localstore-fuzz --queries N --records N --odata N --seed S).
+RELIABILITY_FLAGS ?=
+STRESS_KILLS ?= 500
+STRESS_REPORT ?= $(CURDIR)/.build-reliability/stress-report.txt
+FUZZ_ARGS ?=
 
-.PHONY: deps test bench build clean
+.PHONY: deps test bench build clean stress fuzz
 
 # Installs the C libraries the backends need, only when pkg-config cannot find them.
 deps:
@@ -26,6 +32,25 @@ test: deps
 bench: deps
 	$(SWIFT) build -c release --product localstore
 	$$($(SWIFT) build -c release --show-bin-path)/localstore bench $(BENCH_ARGS)
+
+# The long reliability run: 500 SIGKILLs per persistent backend (a fresh store every 100), 8 threads x
+# 5000 operations, 2 processes x 2000 transactions, every hostile-input case; prints the totals.
+stress: deps
+	$(SWIFT) build --build-tests $(RELIABILITY_FLAGS)
+	@mkdir -p $(dir $(STRESS_REPORT)) && rm -f $(STRESS_REPORT)
+	LOCALSTORE_CRASH_KILLS=$(STRESS_KILLS) LOCALSTORE_CRASH_ROTATE=100 LOCALSTORE_THREAD_OPS=5000 \
+	LOCALSTORE_PROCESS_TXNS=2000 LOCALSTORE_FUZZ_QUERIES=20000 LOCALSTORE_RELIABILITY_REPORT=$(STRESS_REPORT) \
+		$(SWIFT) test --skip-build $(RELIABILITY_FLAGS) --filter LocalStoreReliabilityTests; \
+	status=$$?; \
+	echo; echo "== make stress: totals =="; sed 's/^RELIABILITY //' $(STRESS_REPORT) | grep -E '^(crash|threads|multi-process|fuzz)'; \
+	awk '/^RELIABILITY crash [a-z]+:/ { k += $$4 } /^RELIABILITY crash while creating/ { c += $$6 } END { print "total SIGKILLs: " k + c " (" k " during writes, " c " while creating stores)" }' $(STRESS_REPORT); \
+	exit $$status
+
+# 1,000,000+ fuzz executions (release build): queries on every backend vs the reference evaluator,
+# damaged LMDB records and catalogs, OData render/parse. Prints totals; fails on any disagreement.
+fuzz: deps
+	$(SWIFT) build -c release --product localstore-fuzz $(RELIABILITY_FLAGS)
+	$$($(SWIFT) build -c release --show-bin-path $(RELIABILITY_FLAGS))/localstore-fuzz $(FUZZ_ARGS)
 
 build: deps
 	$(SWIFT) build

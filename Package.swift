@@ -86,6 +86,17 @@ let package = Package(
                 "LocalStore", "LocalStoreLMDB", "CLMDB", "lmdb-reader-holder", .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Reliability harness (docs/reliability.md): crash, concurrency, hostile input, fuzzing.
+        .target(
+            name: "LocalStoreReliability",
+            dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB", "CSQLite", "CLMDB"]
+        ),
+        .executableTarget(name: "localstore-crash-writer", dependencies: ["LocalStore", "LocalStoreReliability"]),
+        .executableTarget(name: "localstore-fuzz", dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreReliability"]),
+        .testTarget(
+            name: "LocalStoreReliabilityTests",
+            dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreReliability", "localstore-crash-writer"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -219,9 +219,12 @@ public enum DeltaTokenFormat {
         else { return nil }
         var millis = 0.0
         if b.count > 20 {
-            guard b[19] == 46, b.count > 21 else { return nil }
-            guard let frac = num(20..<(b.count - 1)) else { return nil }
-            millis = Double(frac) / pow(10, Double(b.count - 21)) * 1000
+            guard b[19] == 46, b.count > 21, b[20..<(b.count - 1)].allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
+            // Any number of fraction digits; beyond nanoseconds they cannot change a `Date` (and would
+            // overflow `num`).
+            let digits = min(b.count - 21, 9)
+            guard let frac = num(20..<(20 + digits)) else { return nil }
+            millis = Double(frac) / pow(10, Double(digits)) * 1000
         } else if b[19] != 90 {
             return nil
         }

@@ -165,6 +165,7 @@ final class Environment: @unchecked Sendable {
             case .noMetaSync: flags |= UInt32(MDB_NOMETASYNC)
             case .noSync: flags |= UInt32(MDB_NOSYNC)
             }
+            try DataFileCheck.verify(path + "/data.mdb")
             try LMDBErrors.check(mdb_env_open(env, path, flags, 0o600), "cannot open the LMDB store at '\(path)'")
             guard mdb_env_get_maxkeysize(env) >= Int32(KeyCodec.longKeyLength) else {
                 throw LocalStoreError(.unsupported, "liblmdb was built with keys shorter than \(KeyCodec.longKeyLength) bytes")
@@ -277,7 +278,7 @@ final class Environment: @unchecked Sendable {
             defer { if !ended { mdb_txn_abort(txn) } }
             if try body(txn) {
                 ended = true
-                try LMDBErrors.check(mdb_txn_commit(txn), "cannot commit")
+                try LMDBErrors.commit(txn, path: path)
             }
         }
     }

@@ -75,6 +75,23 @@ enum LMDBErrors {
         throw map(rc, what())
     }
 
+    /// Commits `txn`. liblmdb reports a short write of a full filesystem as `EIO`; when the
+    /// filesystem holding `path` has (almost) no free space left, that is reported as `full`.
+    static func commit(_ txn: OpaquePointer?, path: String, env: OpaquePointer? = nil) throws {
+        let rc = mdb_txn_commit(txn)
+        if rc == EIO, filesystemIsFull(path) {
+            throw LocalStoreError(.full, "cannot commit: the filesystem holding '\(path)' is full (LMDB reported EIO)")
+        }
+        try check(rc, "cannot commit", env: env)
+    }
+
+    /// Whether the filesystem holding `path` has less than 1 MiB free for unprivileged writers.
+    static func filesystemIsFull(_ path: String) -> Bool {
+        var fs = statvfs()
+        guard statvfs(path, &fs) == 0 else { return false }
+        return UInt64(fs.f_bavail) * UInt64(fs.f_frsize) < 1 << 20
+    }
+
     static func corrupt(_ what: String, table: String? = nil) -> LocalStoreError {
         LocalStoreError(.corrupt, "the store is damaged: \(what)", table: table)
     }

@@ -586,7 +586,7 @@ final class TxnContext {
                 }
                 let txn = try activeTxn()
                 self.txn = nil
-                try LMDBErrors.check(mdb_txn_commit(txn), "cannot commit", env: env)
+                try LMDBErrors.commit(txn, path: environment.path, env: env)
                 environment.publish(handles: createdHandles, catalog: catalogChanged ? catalog : nil)
                 createdHandles = [:]
                 releaseHandleLock()

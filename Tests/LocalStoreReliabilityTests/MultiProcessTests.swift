@@ -1,0 +1,97 @@
+import Foundation
+import LocalStore
+import LocalStoreReliability
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Two processes on one store. Every persistent backend supports it (docs/reliability.md): SQLite and
+/// SQLCipher through SQLite's file locks and WAL index, LMDB through its lock file and robust
+/// cross-process writer mutex. A backend that did not would have to refuse the second opener with a
+/// clear error; these tests would then fail and must be changed to expect that error.
+@Suite("Two processes on one store")
+struct MultiProcessTests {
+    @Test("two processes write one store at the same time: nothing lost, operation ids unique and increasing",
+        arguments: ReliabilityBackend.available)
+    func twoWriters(_ backend: ReliabilityBackend) throws {
+        let directory = try TempDirectory("multi-\(backend)")
+        let path = backend.storePath(in: directory.url)
+        let count = Settings.processTransactions
+        let store = try backend.open(path: path)
+        try store.defineTable(MultiProcessWorkload.schema)
+
+        let child = try ChildProcess(executable: try helperPath(), arguments: ["multi", backend.rawValue, path, "B", "\(count)"])
+        #expect(child.waitForLine(timeout: 60) { $0 == "ready" }, "\(child.errorOutput)")
+        child.send("go")
+        var mine: [Int64] = []
+        for n in 1...count {
+            mine.append(try MultiProcessWorkload.commit(tag: "A", n: n, on: store))
+            // Read what the other process committed so far, in the same loop.
+            _ = try store.count(MultiProcessWorkload.table, where: Field("tag") == "B")
+        }
+        let end = child.wait()
+        #expect(end == .exit(0), "the second process ended with \(end): \(child.errorOutput)")
+        let theirs = child.outputLines.compactMap { line -> Int64? in
+            let parts = line.split(separator: " ")
+            return parts.count == 2 ? Int64(parts[1]) : nil
+        }
+        #expect(theirs.count == count)
+
+        // Each process saw its own operation ids increase; together they are unique.
+        #expect(mine == mine.sorted() && Set(mine).count == mine.count)
+        #expect(theirs == theirs.sorted() && Set(theirs).count == theirs.count)
+        #expect(Set(mine).isDisjoint(with: theirs), "both processes got the same operation id")
+        // Every item and operation of both is there, each operation with its item.
+        let ops = try store.pendingOperations()
+        #expect(ops.map(\.id) == (mine + theirs).sorted())
+        for op in ops {
+            let tag = String(decoding: op.properties, as: UTF8.self)
+            #expect(op.itemId.hasPrefix(tag + "-"))
+        }
+        let items = try store.read(Query(MultiProcessWorkload.table)).items
+        let expectedIds = Set((1...count).flatMap { ["A-\($0)", "B-\($0)"] })
+        #expect(Set(items.compactMap(\.stringId)) == expectedIds)
+        #expect(try Integrity.storeCheck(store) ?? [] == [])
+        try store.close()
+        #expect(Integrity.independentCheck(backend, path: path) ?? [] == [])
+        let interleaved = zip(ops, ops.dropFirst()).filter { $0.0.properties != $0.1.properties }.count
+        report("multi-process \(backend): 2 processes x \(count) transactions, all present, operation ids unique; \(interleaved) switches between the processes in the operation queue")
+    }
+
+    @Test("a table defined by another process is usable by a store that was already open", arguments: ReliabilityBackend.available)
+    func tableDefinedElsewhere(_ backend: ReliabilityBackend) throws {
+        let directory = try TempDirectory("define-\(backend)")
+        let path = backend.storePath(in: directory.url)
+        let store = try backend.open(path: path)
+        defer { try? store.close() }
+        #expect(try store.tableSchemas().isEmpty)
+        let child = try ChildProcess(executable: try helperPath(), arguments: ["define", backend.rawValue, path, "OtherProcess"])
+        let end = child.wait()
+        try #require(end == .exit(0), "\(child.errorOutput)")
+        // The catalog changed under this store: it must see the new table and its row.
+        func check() throws {
+            #expect(try store.tableSchemas().map(\.name) == ["OtherProcess"], "\(backend): tableSchemas() does not list a table another process defined")
+            #expect(try store.read(table: "OtherProcess", id: "from-other-process")?["note"] != nil,
+                "\(backend): a row of a table another process defined cannot be read")
+            #expect(throws: Never.self, "\(backend): cannot write a table another process defined") {
+                try store.upsert([["id": "here", "note": "x"]], into: "OtherProcess")
+            }
+        }
+        if backend == .lmdb {
+            try check()
+        } else {
+            // Documented limit (docs/sqlite.md, "Known limits"): the SQL engine loads its catalog when the
+            // store opens and never refreshes it, so the table reads as unknownTable until reopened.
+            // When the engine refreshes its catalog this known issue stops occurring and the test fails:
+            // then remove this branch.
+            withKnownIssue("SQL engine: the catalog is not refreshed when another process defines a table") {
+                try check()
+            }
+            try store.close()
+            let reopened = try backend.open(path: path)
+            #expect(try reopened.read(table: "OtherProcess", id: "from-other-process")?["note"] != nil, "\(backend): not even after reopening")
+            try reopened.close()
+        }
+    }
+}
