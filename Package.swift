@@ -95,7 +95,7 @@ let package = Package(
         .executableTarget(name: "localstore-fuzz", dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreReliability"]),
         .testTarget(
             name: "LocalStoreReliabilityTests",
-            dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreReliability", "localstore-crash-writer"]
+            dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreReliability", "localstore-crash-writer"]
         ),
     ],
     swiftLanguageModes: [.v6]
