@@ -208,7 +208,7 @@ private struct FilterParser {
         case "X", "binary":
             if index < bytes.count, bytes[index] == UInt8(ascii: "'") {
                 let s = try parseQuoted()
-                guard let b = FilterParser.hexBytes(s) else { throw fail("bad binary literal", at: start) }
+                guard let b = Hex.bytes(s) else { throw fail("bad binary literal", at: start) }
                 return .literal(.binary(b), position: start)
             }
             return .identifier(word, position: start)
@@ -233,28 +233,6 @@ private struct FilterParser {
                 return .call(word, args, position: start)
             }
             return .identifier(word, position: start)
-        }
-    }
-
-    static func hexBytes(_ s: String) -> [UInt8]? {
-        let u = Array(s.utf8)
-        guard u.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        var i = 0
-        while i < u.count {
-            guard let hi = hexDigit(u[i]), let lo = hexDigit(u[i + 1]) else { return nil }
-            out.append(hi << 4 | lo)
-            i += 2
-        }
-        return out
-    }
-
-    static func hexDigit(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 0x30...0x39: return c - 0x30
-        case 0x41...0x46: return c - 0x41 + 10
-        case 0x61...0x66: return c - 0x61 + 10
-        default: return nil
         }
     }
 
@@ -363,6 +341,33 @@ private struct FilterParser {
             }
         case .not:
             throw fail("a condition (not) is not a value")
+        }
+    }
+}
+
+/// Hexadecimal text ↔ bytes, shared by the OData parser and the command line's key handling.
+package enum Hex {
+    /// The bytes of an even-length string of hex digits (either case); `nil` for anything else.
+    package static func bytes(_ s: String) -> [UInt8]? {
+        let u = Array(s.utf8)
+        guard u.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(u.count / 2)
+        var i = 0
+        while i < u.count {
+            guard let hi = digit(u[i]), let lo = digit(u[i + 1]) else { return nil }
+            out.append(hi << 4 | lo)
+            i += 2
+        }
+        return out
+    }
+
+    static func digit(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: return c - 0x30
+        case 0x41...0x46: return c - 0x41 + 10
+        case 0x61...0x66: return c - 0x61 + 10
+        default: return nil
         }
     }
 }

@@ -50,7 +50,7 @@ struct KeyOptions: ParsableArguments {
             if required { throw CommandFailure("a sqlcipher: store needs a key: use a key file or set \(environment) (hex)") }
             return nil
         }
-        return try Hex.decode(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        return try KeyHex.decode(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 }
 
@@ -60,27 +60,12 @@ struct CommandFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-enum Hex {
+enum KeyHex {
+    /// The key bytes of hex text; a clear error for anything that is not an even number of hex digits.
     static func decode(_ text: String) throws -> [UInt8] {
-        let u = Array(text.utf8)
-        guard u.count % 2 == 0, !u.isEmpty else { throw CommandFailure("the key must be an even number of hex digits") }
-        var out: [UInt8] = []
-        out.reserveCapacity(u.count / 2)
-        var i = 0
-        while i < u.count {
-            guard let hi = digit(u[i]), let lo = digit(u[i + 1]) else { throw CommandFailure("the key is not hex") }
-            out.append(hi << 4 | lo)
-            i += 2
+        guard !text.isEmpty, let bytes = Hex.bytes(text) else {
+            throw CommandFailure("the key must be an even number of hex digits")
         }
-        return out
-    }
-
-    static func digit(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 0x30...0x39: return c - 0x30
-        case 0x41...0x46: return c - 0x41 + 10
-        case 0x61...0x66: return c - 0x61 + 10
-        default: return nil
-        }
+        return bytes
     }
 }
