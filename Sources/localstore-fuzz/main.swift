@@ -89,4 +89,5 @@ say("FUZZ TOTAL: \(total) executions (\(queryStats.queries) queries evaluated on
     + "\(recordFuzzer.stats.executions + recordFuzzer.stats.catalogExecutions) LMDB decoder inputs, \(odataStats.executions) OData parses), "
     + "\(failures.count) failures, seed \(seed), \(elapsed())")
 for f in failures { say("FAILURE \(f)") }
+try? FileManager.default.removeItem(at: directory)  // exit() skips the defer above
 exit(failures.isEmpty ? 0 : 1)
