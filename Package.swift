@@ -83,7 +83,8 @@ let package = Package(
         .testTarget(
             name: "LocalStoreLMDBTests",
             dependencies: [
-                "LocalStore", "LocalStoreLMDB", "CLMDB", "lmdb-reader-holder", .product(name: "Logging", package: "swift-log"),
+                "LocalStore", "LocalStoreConformance", "LocalStoreLMDB", "CLMDB", "lmdb-reader-holder",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Reliability harness (docs/reliability.md): crash, concurrency, hostile input, fuzzing.

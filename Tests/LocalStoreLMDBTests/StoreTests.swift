@@ -1,6 +1,7 @@
 import CLMDB
 import Foundation
 import LocalStore
+import LocalStoreConformance
 @testable import LocalStoreLMDB
 import Synchronization
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import LocalStore
+import LocalStoreConformance
 @testable import LocalStoreLMDB
 import Testing
 
@@ -67,17 +68,3 @@ final class Locked<T: Sendable>: Sendable {
     func withLock<R: Sendable>(_ body: (inout T) -> R) -> R { mutex.withLock { body(&$0) } }
 }
 
-/// Runs each body on its own thread and waits for all of them.
-func runOnThreads(_ bodies: [@Sendable () -> Void]) {
-    let group = DispatchGroup()
-    for body in bodies {
-        group.enter()
-        let thread = Thread {
-            body()
-            group.leave()
-        }
-        thread.stackSize = 4 << 20
-        thread.start()
-    }
-    group.wait()
-}

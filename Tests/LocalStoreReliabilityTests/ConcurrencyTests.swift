@@ -1,5 +1,6 @@
 import Foundation
 import LocalStore
+import LocalStoreConformance
 import LocalStoreReliability
 import Synchronization
 import Testing

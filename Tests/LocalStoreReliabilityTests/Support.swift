@@ -1,5 +1,6 @@
 import Foundation
 import LocalStore
+import LocalStoreConformance
 import LocalStoreReliability
 import Testing
 #if canImport(Glibc)
@@ -97,20 +98,6 @@ func onBigStack<T: Sendable>(_ megabytes: Int = 256, _ body: @escaping @Sendable
 
 final class ResultBox<T>: @unchecked Sendable { var result: Result<T, any Error>? }
 
-/// Runs each body on its own thread (4 MiB stacks) and waits for all of them.
-func runOnThreads(_ bodies: [@Sendable () -> Void]) {
-    let group = DispatchGroup()
-    for body in bodies {
-        group.enter()
-        let thread = Thread {
-            body()
-            group.leave()
-        }
-        thread.stackSize = 4 << 20
-        thread.start()
-    }
-    group.wait()
-}
 
 /// SHA-like fingerprint of a file or directory (path → bytes), to prove nothing was written.
 func fingerprint(_ path: String) -> [String: [UInt8]] {

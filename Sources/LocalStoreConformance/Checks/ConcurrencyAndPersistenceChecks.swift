@@ -16,8 +16,9 @@ final class ThreadFindings: Sendable {
     var writersFinished: Int { finishedWriters.load(ordering: .sequentiallyConsistent) }
 }
 
-/// Runs each body on its own `Thread` and waits for all of them.
-func runOnThreads(_ bodies: [@Sendable () -> Void]) {
+/// Runs each body on its own `Thread` (4 MiB stacks) and waits for all of them. Shared with the
+/// package's test targets.
+package func runOnThreads(_ bodies: [@Sendable () -> Void]) {
     let group = DispatchGroup()
     for body in bodies {
         group.enter()
