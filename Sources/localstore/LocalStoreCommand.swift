@@ -8,6 +8,7 @@ struct LocalStoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "localstore",
         abstract: "Work with LocalStore stores and compare their backends.",
+        version: LocalStoreVersion.string,
         subcommands: [Bench.self, Inspect.self, QueryCommand.self, Copy.self, Rekey.self, Verify.self])
 }
 
