@@ -80,6 +80,8 @@ public enum OData {
         case .toLower(let inner): text = "tolower(\(try expression(inner)))"
         case .toUpper(let inner): text = "toupper(\(try expression(inner)))"
         case .length(let inner): text = "length(\(try expression(inner)))"
+        case .function(let f, let args):
+            text = "\(f.rawValue)(\(try args.map { try expression($0) }.joined(separator: ",")))"
         }
         return lower ? "tolower(\(text))" : text
     }

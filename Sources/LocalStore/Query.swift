@@ -106,6 +106,9 @@ public indirect enum QueryExpression: Sendable, Hashable {
     case toUpper(QueryExpression)
     /// The number of Unicode scalars of a string expression.
     case length(QueryExpression)
+    /// One of the OData v3 functions applied to its arguments (see ``QueryFunction`` for each one's
+    /// arguments, result and rules). Any null argument gives null.
+    case function(QueryFunction, [QueryExpression])
 
     /// Arithmetic operators. Integer operands give integer results (division truncates, overflow
     /// falls back to double as in SQLite); division or modulo by zero gives null.
@@ -120,6 +123,58 @@ public indirect enum QueryExpression: Sendable, Hashable {
         case divide
         /// `mod` (operands truncated to integers, as SQLite's `%`).
         case modulo
+    }
+}
+
+/// The OData v3 `$filter` functions beyond `tolower`, `toupper` and `length` (which have their own
+/// ``QueryExpression`` cases). The raw value is the OData name.
+///
+/// Strings are counted in Unicode scalars (code points), never in UTF-8 bytes or grapheme clusters;
+/// positions are 0-based. Any null argument makes the result null. Argument types are checked when the
+/// query is resolved (`invalidQuery` otherwise). `docs/semantics.md` pins every rule.
+public enum QueryFunction: String, Sendable, Hashable, CaseIterable {
+    /// `indexof(s, part)`: the 0-based position (in Unicode scalars) of the first occurrence of `part` in
+    /// `s`, `-1` when absent, `0` for the empty `part`. Integer.
+    case indexOf = "indexof"
+    /// `concat(a, b)`: the two strings joined.
+    case concat
+    /// `replace(s, find, with)`: every non-overlapping occurrence of `find`, left to right, replaced;
+    /// an empty `find` leaves `s` as it is.
+    case replace
+    /// `substring(s, start)` and `substring(s, start, length)`: the Unicode scalars of `s` at positions
+    /// `start ..< start + length` (to the end without `length`) that exist; positions outside `s` are
+    /// dropped, a negative `length` gives the empty string. `start` and `length` are integers.
+    case substring
+    /// `trim(s)`: `s` without its leading and trailing spaces (U+0020 only, as SQL's `TRIM`).
+    case trim
+    /// `year(date)` in UTC, proleptic Gregorian, astronomical numbering (1 BC is year 0). Integer.
+    case year
+    /// `month(date)`, 1–12, UTC. Integer.
+    case month
+    /// `day(date)`, day of the month 1–31, UTC. Integer.
+    case day
+    /// `hour(date)`, 0–23, UTC. Integer.
+    case hour
+    /// `minute(date)`, 0–59. Integer.
+    case minute
+    /// `second(date)`, 0–59: the whole seconds (the fraction is dropped, rounding toward the past). Integer.
+    case second
+    /// `round(x)`: to the nearest whole number, halves away from zero. An integer stays as it is; a
+    /// double gives a double.
+    case round
+    /// `floor(x)`: the largest whole number ≤ `x` (same type as `x`).
+    case floor
+    /// `ceiling(x)`: the smallest whole number ≥ `x` (same type as `x`).
+    case ceiling
+
+    /// The numbers of arguments the function takes.
+    public var argumentCounts: ClosedRange<Int> {
+        switch self {
+        case .indexOf, .concat: return 2...2
+        case .replace: return 3...3
+        case .substring: return 2...3
+        case .trim, .year, .month, .day, .hour, .minute, .second, .round, .floor, .ceiling: return 1...1
+        }
     }
 }
 
@@ -205,6 +260,39 @@ extension QueryExpression: ExpressibleByStringLiteral, ExpressibleByIntegerLiter
     /// The length of `self` in Unicode scalars.
     public var length: QueryExpression { .length(self) }
 
+    /// OData `indexof`: the 0-based position of `part` in `self` (Unicode scalars), `-1` when absent.
+    public func indexOf(_ part: QueryExpression) -> QueryExpression { .function(.indexOf, [self, part]) }
+    /// OData `concat`: `self` followed by `other`.
+    public func concat(_ other: QueryExpression) -> QueryExpression { .function(.concat, [self, other]) }
+    /// OData `replace`: every occurrence of `find` in `self` replaced by `replacement`.
+    public func replacing(_ find: QueryExpression, with replacement: QueryExpression) -> QueryExpression {
+        .function(.replace, [self, find, replacement])
+    }
+    /// OData `substring`: the Unicode scalars from position `start` (0-based), `length` of them or to the end.
+    public func substring(from start: QueryExpression, length: QueryExpression? = nil) -> QueryExpression {
+        .function(.substring, length.map { [self, start, $0] } ?? [self, start])
+    }
+    /// OData `trim`: without leading and trailing spaces.
+    public var trimmed: QueryExpression { .function(.trim, [self]) }
+    /// OData `year` of a date (UTC).
+    public var year: QueryExpression { .function(.year, [self]) }
+    /// OData `month` of a date (UTC), 1–12.
+    public var month: QueryExpression { .function(.month, [self]) }
+    /// OData `day` of a date (UTC), 1–31.
+    public var day: QueryExpression { .function(.day, [self]) }
+    /// OData `hour` of a date (UTC), 0–23.
+    public var hour: QueryExpression { .function(.hour, [self]) }
+    /// OData `minute` of a date, 0–59.
+    public var minute: QueryExpression { .function(.minute, [self]) }
+    /// OData `second` of a date, 0–59 (whole seconds).
+    public var second: QueryExpression { .function(.second, [self]) }
+    /// OData `round`: the nearest whole number, halves away from zero.
+    public var rounded: QueryExpression { .function(.round, [self]) }
+    /// OData `floor`: rounded toward negative infinity.
+    public var floor: QueryExpression { .function(.floor, [self]) }
+    /// OData `ceiling`: rounded toward positive infinity.
+    public var ceiling: QueryExpression { .function(.ceiling, [self]) }
+
     /// `self` starts with `prefix`.
     public func starts(with prefix: QueryExpression, caseInsensitive: Bool = false) -> QueryPredicate {
         .string(.startsWith, self, prefix, caseInsensitive: caseInsensitive)
@@ -260,6 +348,11 @@ extension QueryExpression {
 }
 
 extension QueryPredicate {
+    /// A boolean column used as a condition (OData's bare `$filter=done`): `Field(name) == true`.
+    public static func isTrue(_ field: String) -> QueryPredicate {
+        .compare(.field(field), .equal, .literal(.bool(true)), caseInsensitive: false)
+    }
+
     /// Both.
     public static func && (lhs: QueryPredicate, rhs: QueryPredicate) -> QueryPredicate {
         if case .and(let l) = lhs { return .and(l + [rhs]) }

@@ -1,3 +1,4 @@
+import Foundation
 import HeapModule
 
 /// A ``Query`` checked against a table's schema: names resolved to column positions, types checked,
@@ -178,6 +179,8 @@ public indirect enum ResolvedExpression: Sendable, Hashable {
     case toUpper(ResolvedExpression)
     /// Length in Unicode scalars.
     case length(ResolvedExpression)
+    /// An OData function with its checked arguments and its result type.
+    case function(QueryFunction, [ResolvedExpression], ColumnType)
 
     /// The static type of the expression's value.
     public var type: ColumnType {
@@ -187,6 +190,7 @@ public indirect enum ResolvedExpression: Sendable, Hashable {
         case .arithmetic(_, _, _, let t): return t
         case .toLower, .toUpper: return .string
         case .length: return .integer
+        case .function(_, _, let t): return t
         }
     }
 
@@ -212,6 +216,12 @@ public indirect enum ResolvedExpression: Sendable, Hashable {
             return .null
         case .arithmetic(let op, let l, let r, _):
             return Arithmetic.apply(op, l.evaluate(row), r.evaluate(row))
+        case .function(let f, let args, _):
+            switch args.count {
+            case 1: return QueryFunctions.apply(f, args[0].evaluate(row))
+            case 2: return QueryFunctions.apply(f, args[0].evaluate(row), args[1].evaluate(row))
+            default: return QueryFunctions.apply(f, args.map { $0.evaluate(row) })
+            }
         }
     }
 }
@@ -523,6 +533,237 @@ struct Resolver {
             case .toUpper: return .toUpper(a)
             default: return .length(a)
             }
+        case .function(let f, let args):
+            guard f.argumentCounts.contains(args.count) else {
+                let counts = f.argumentCounts
+                let wanted = counts.count == 1 ? "\(counts.lowerBound)" : "\(counts.lowerBound) or \(counts.upperBound)"
+                throw fail("\(f.rawValue) takes \(wanted) arguments, not \(args.count)")
+            }
+            var resolved: [ResolvedExpression] = []
+            for arg in args {
+                guard let a = try resolveNullable(arg, depth: depth + 1) else {
+                    throw fail("\(f.rawValue) cannot take a null literal")
+                }
+                resolved.append(a)
+            }
+            func need(_ n: Int, _ ok: Bool, _ what: String) throws {
+                if !ok { throw fail("\(f.rawValue) needs \(what) as argument \(n + 1), not \(describe(resolved[n]))") }
+            }
+            let type: ColumnType
+            switch f {
+            case .indexOf, .concat, .replace, .trim:
+                for n in resolved.indices { try need(n, resolved[n].type == .string, "a string") }
+                type = f == .indexOf ? .integer : .string
+            case .substring:
+                try need(0, resolved[0].type == .string, "a string")
+                for n in resolved.indices.dropFirst() { try need(n, resolved[n].type == .integer, "an integer") }
+                type = .string
+            case .year, .month, .day, .hour, .minute, .second:
+                try need(0, resolved[0].type == .date, "a date")
+                type = .integer
+            case .round, .floor, .ceiling:
+                try need(0, resolved[0].type.isNumeric, "a number")
+                type = resolved[0].type
+            }
+            return .function(f, resolved, type)
+        }
+    }
+}
+
+/// The OData functions' values, shared by the core evaluator and the SQL engine's `localstore_call`.
+/// Any null argument gives null; so does an argument of the wrong kind (the resolver rules that out).
+package enum QueryFunctions {
+    /// `f` applied to one argument.
+    package static func apply(_ f: QueryFunction, _ a: Value) -> Value {
+        switch f {
+        case .trim:
+            guard case .string(let s) = a else { return .null }
+            return .string(trim(s))
+        case .year, .month, .day, .hour, .minute, .second:
+            guard case .date(let d) = a else { return .null }
+            let t = d.timeIntervalSinceReferenceDate.rounded(.down)
+            guard t.isFinite, abs(t) < DateParts.limit else { return .null }
+            return datePart(f, wholeSecondsSinceReferenceDate: Int64(t))
+        case .round, .floor, .ceiling:
+            switch a {
+            case .int: return a
+            case .double(let x):
+                switch f {
+                case .round: return .double(x.rounded(.toNearestOrAwayFromZero))
+                case .floor: return .double(x.rounded(.down))
+                default: return .double(x.rounded(.up))
+                }
+            default: return .null
+            }
+        default:
+            return apply(f, [a])
+        }
+    }
+
+    /// `f` applied to two arguments.
+    package static func apply(_ f: QueryFunction, _ a: Value, _ b: Value) -> Value {
+        switch f {
+        case .indexOf:
+            guard case .string(let s) = a, case .string(let p) = b else { return .null }
+            return .int(indexOf(p, in: s))
+        case .concat:
+            guard case .string(let s) = a, case .string(let t) = b else { return .null }
+            return .string(s + t)
+        case .substring:
+            guard case .string(let s) = a, let start = integer(b) else { return .null }
+            return .string(substring(s, start: start, length: nil))
+        default:
+            return apply(f, [a, b])
+        }
+    }
+
+    /// `f` applied to any number of arguments; `null` when the count is not one `f` takes.
+    package static func apply(_ f: QueryFunction, _ args: [Value]) -> Value {
+        guard f.argumentCounts.contains(args.count) else { return .null }
+        if args.count == 1, f.argumentCounts == 1...1 { return apply(f, args[0]) }
+        if args.count == 2, f != .replace, f.argumentCounts.lowerBound == 2 { return apply(f, args[0], args[1]) }
+        switch f {
+        case .replace:
+            guard case .string(let s) = args[0], case .string(let find) = args[1], case .string(let with) = args[2] else {
+                return .null
+            }
+            return .string(replace(s, find, with))
+        case .substring:
+            guard case .string(let s) = args[0], let start = integer(args[1]) else { return .null }
+            if args.count == 2 { return .string(substring(s, start: start, length: nil)) }
+            guard let length = integer(args[2]) else { return .null }
+            return .string(substring(s, start: start, length: length))
+        default:
+            return .null
+        }
+    }
+
+    /// An integer argument; a double (integer arithmetic that overflowed) is truncated, saturating.
+    static func integer(_ v: Value) -> Int64? {
+        switch v {
+        case .int(let i): return i
+        case .double: return Arithmetic.toInt64(v)
+        default: return nil
+        }
+    }
+
+    static func trim(_ s: String) -> String {
+        let u = s.utf8
+        guard let first = u.firstIndex(where: { $0 != 0x20 }) else { return "" }
+        guard let last = u.lastIndex(where: { $0 != 0x20 }) else { return "" }
+        if first == u.startIndex && last == u.index(before: u.endIndex) { return s }
+        return String(s[first...last])
+    }
+
+    /// 0-based position in Unicode scalars of the first occurrence of `p` in `s` (byte match; a match
+    /// of valid UTF-8 always starts on a scalar boundary), `-1` when absent.
+    static func indexOf(_ p: String, in s: String) -> Int64 {
+        let hay = Array(s.utf8)
+        let needle = Array(p.utf8)
+        guard let offset = firstOffset(of: needle, in: hay, from: 0) else { return -1 }
+        var scalars: Int64 = 0
+        for b in hay[..<offset] where b & 0xC0 != 0x80 { scalars += 1 }
+        return scalars
+    }
+
+    static func firstOffset(of needle: [UInt8], in hay: [UInt8], from start: Int) -> Int? {
+        if needle.isEmpty { return start <= hay.count ? start : nil }
+        if needle.count > hay.count - start { return nil }
+        let first = needle[0]
+        var i = start
+        let last = hay.count - needle.count
+        while i <= last {
+            if hay[i] == first {
+                var j = 1
+                while j < needle.count, hay[i + j] == needle[j] { j += 1 }
+                if j == needle.count { return i }
+            }
+            i += 1
+        }
+        return nil
+    }
+
+    static func replace(_ s: String, _ find: String, _ with: String) -> String {
+        if find.isEmpty { return s }
+        let hay = Array(s.utf8)
+        let needle = Array(find.utf8)
+        let replacement = Array(with.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(hay.count)
+        var i = 0
+        while let found = firstOffset(of: needle, in: hay, from: i) {
+            out += hay[i..<found]
+            out += replacement
+            i = found + needle.count
+        }
+        if i == 0 { return s }
+        out += hay[i...]
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The scalars at positions `start ..< start + length` (to the end when `length` is nil) that exist.
+    static func substring(_ s: String, start: Int64, length: Int64?) -> String {
+        if let length, length <= 0 { return "" }
+        let scalars = s.unicodeScalars
+        let count = Int64(scalars.count)
+        let lower = min(max(start, 0), count)
+        var upper = count
+        if let length {
+            let end = start.addingReportingOverflow(length)
+            // `length` > 0, so an overflow means past every position.
+            if !end.overflow { upper = min(max(end.partialValue, 0), count) }
+        }
+        if lower >= upper { return "" }
+        let from = scalars.index(scalars.startIndex, offsetBy: Int(lower))
+        let to = scalars.index(from, offsetBy: Int(upper - lower))
+        return String(scalars[from..<to])
+    }
+
+    /// The date part `f` of the date `seconds` whole seconds after 2001-01-01T00:00:00Z (the date
+    /// rounded down to the whole second); null when `|seconds|` ≥ 9·10^18 (about 2.9 × 10^11 years).
+    package static func datePart(_ f: QueryFunction, wholeSecondsSinceReferenceDate seconds: Int64) -> Value {
+        guard let parts = DateParts(wholeSecondsSinceReferenceDate: seconds) else { return .null }
+        switch f {
+        case .year: return .int(parts.year)
+        case .month: return .int(parts.month)
+        case .day: return .int(parts.day)
+        case .hour: return .int(parts.hour)
+        case .minute: return .int(parts.minute)
+        case .second: return .int(parts.second)
+        default: return .null
+        }
+    }
+
+    /// A date's UTC calendar fields, proleptic Gregorian.
+    struct DateParts {
+        /// Dates at least this many seconds from 2001 have no date parts.
+        static let limit = 9.0e18
+
+        let year, month, day, hour, minute, second: Int64
+
+        init?(wholeSecondsSinceReferenceDate t: Int64) {
+            guard t > -9_000_000_000_000_000_000 && t < 9_000_000_000_000_000_000 else { return nil }
+            // Whole seconds since 1970, exact: the floor was taken before the epoch shift.
+            let seconds = t + 978_307_200
+            var days = seconds / 86_400
+            var secondOfDay = seconds % 86_400
+            if secondOfDay < 0 {
+                secondOfDay += 86_400
+                days -= 1
+            }
+            hour = secondOfDay / 3600
+            minute = secondOfDay / 60 % 60
+            second = secondOfDay % 60
+            // Civil date from days since 1970-01-01 (H. Hinnant's algorithm; eras of 400 years).
+            let z = days + 719_468
+            let era = (z >= 0 ? z : z - 146_096) / 146_097
+            let dayOfEra = z - era * 146_097
+            let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+            let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+            let mp = (5 * dayOfYear + 2) / 153
+            day = dayOfYear - (153 * mp + 2) / 5 + 1
+            month = mp < 10 ? mp + 3 : mp - 9
+            year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
         }
     }
 }

@@ -111,7 +111,132 @@ enum Reference {
             return .null
         case .arithmetic(let op, let l, let r):
             return arithmetic(op, try evaluate(l, row, table), try evaluate(r, row, table))
+        case .function(let f, let args):
+            return function(f, try args.map { try evaluate($0, row, table) })
         }
+    }
+
+    // MARK: OData functions (an implementation of their own, over arrays of Unicode scalars)
+
+    static func function(_ f: QueryFunction, _ args: [Value]) -> Value {
+        if args.contains(where: \.isNull) { return .null }
+        func text(_ n: Int) -> [Unicode.Scalar] {
+            if case .string(let s) = args[n] { return Array(s.unicodeScalars) }
+            return []
+        }
+        func string(_ scalars: [Unicode.Scalar]) -> Value {
+            var s = ""
+            s.unicodeScalars.append(contentsOf: scalars)
+            return .string(s)
+        }
+        switch f {
+        case .indexOf:
+            let s = text(0)
+            let p = text(1)
+            if p.isEmpty { return .int(0) }
+            if p.count > s.count { return .int(-1) }
+            for start in 0...(s.count - p.count) where Array(s[start..<(start + p.count)]) == p { return .int(Int64(start)) }
+            return .int(-1)
+        case .concat:
+            return string(text(0) + text(1))
+        case .replace:
+            let s = text(0)
+            let find = text(1)
+            let with = text(2)
+            if find.isEmpty { return args[0] }
+            var out: [Unicode.Scalar] = []
+            var i = 0
+            while i < s.count {
+                if i + find.count <= s.count && Array(s[i..<(i + find.count)]) == find {
+                    out += with
+                    i += find.count
+                } else {
+                    out.append(s[i])
+                    i += 1
+                }
+            }
+            return string(out)
+        case .substring:
+            let s = text(0)
+            let start = truncatedInteger(args[1])
+            // The window start ..< start + length, in exact (wide) arithmetic, intersected with the string.
+            let from = Int128(start)
+            var to = Int128(s.count)
+            if args.count == 3 {
+                let length = truncatedInteger(args[2])
+                if length <= 0 { return .string("") }
+                to = Swift.min(to, Int128(start) + Int128(length))
+            }
+            var out: [Unicode.Scalar] = []
+            for (n, c) in s.enumerated() where Int128(n) >= from && Int128(n) < to { out.append(c) }
+            return string(out)
+        case .trim:
+            var s = text(0)[...]
+            while s.first == " " { s = s.dropFirst() }
+            while s.last == " " { s = s.dropLast() }
+            return string(Array(s))
+        case .year, .month, .day, .hour, .minute, .second:
+            guard case .date(let d) = args[0] else { return .null }
+            return civil(d).map { fields in
+                switch f {
+                case .year: return .int(fields.year)
+                case .month: return .int(fields.month)
+                case .day: return .int(fields.day)
+                case .hour: return .int(fields.hour)
+                case .minute: return .int(fields.minute)
+                default: return .int(fields.second)
+                }
+            } ?? .null
+        case .round, .floor, .ceiling:
+            guard case .double(let x) = args[0] else { return args[0] }  // an integer is already whole
+            if x.isInfinite { return args[0] }  // so is an infinity (from overflowing arithmetic)
+            let whole = x.magnitude - x.magnitude.truncatingRemainder(dividingBy: 1)  // |x| truncated, exact
+            let fraction = x.magnitude - whole
+            var magnitude = whole
+            switch f {
+            case .round: if fraction >= 0.5 { magnitude += 1 }
+            case .floor: if x < 0 && fraction > 0 { magnitude += 1 }
+            default: if x > 0 && fraction > 0 { magnitude += 1 }
+            }
+            return .double(x < 0 ? -magnitude : magnitude)
+        }
+    }
+
+    static func isLeapYear(_ y: Int64) -> Bool { (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 }
+
+    /// The UTC calendar fields of `d` rounded down to the whole second, proleptic Gregorian, counted
+    /// from 2001-01-01 (the start of a 400-year cycle) by whole cycles, then years, then months.
+    static func civil(_ d: Date) -> (year: Int64, month: Int64, day: Int64, hour: Int64, minute: Int64, second: Int64)? {
+        let t = d.timeIntervalSinceReferenceDate
+        var whole = t.rounded(.towardZero)
+        if whole > t { whole -= 1 }
+        guard whole.magnitude < 9e18 else { return nil }
+        let seconds = Int64(whole)
+        var days = seconds / 86_400
+        var rest = seconds - days * 86_400
+        if rest < 0 {
+            rest += 86_400
+            days -= 1
+        }
+        let cycleDays: Int64 = 146_097
+        var cycles = days / cycleDays
+        if days - cycles * cycleDays < 0 { cycles -= 1 }
+        var dayInCycle = days - cycles * cycleDays
+        var year = 2001 + cycles * 400
+        while true {
+            let length: Int64 = isLeapYear(year) ? 366 : 365
+            if dayInCycle < length { break }
+            dayInCycle -= length
+            year += 1
+        }
+        let lengths: [Int64] = [31, isLeapYear(year) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+        var month: Int64 = 1
+        for length in lengths {
+            if dayInCycle < length { break }
+            dayInCycle -= length
+            month += 1
+        }
+        return (year, month, dayInCycle + 1, rest / 3600, (rest % 3600) / 60, rest % 60)
     }
 
     /// A double result, or null for NaN.

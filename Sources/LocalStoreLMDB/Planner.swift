@@ -567,6 +567,7 @@ extension ResolvedExpression {
             l.collectColumns(into: &set)
             r.collectColumns(into: &set)
         case .toLower(let e), .toUpper(let e), .length(let e): e.collectColumns(into: &set)
+        case .function(_, let args, _): for a in args { a.collectColumns(into: &set) }
         }
     }
 }

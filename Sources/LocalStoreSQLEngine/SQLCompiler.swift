@@ -205,6 +205,10 @@ struct SQLCompiler {
         case .arithmetic(let op, let l, let r, let type):
             if type == .double { return true }
             return op != .modulo || mayBeDouble(l) || mayBeDouble(r)
+        case .function(let f, let args, let type):
+            if type == .double { return true }
+            // round/floor/ceiling keep their argument's value kind; the others give integers or strings.
+            return (f == .round || f == .floor || f == .ceiling) && mayBeDouble(args[0])
         default:
             return e.type == .double
         }
@@ -265,6 +269,37 @@ struct SQLCompiler {
 
     // MARK: Expressions
 
+    /// The largest SQL text of an operand that a rounding function repeats; past it the query is
+    /// evaluated in Swift (each rounding repeats its operand, so nesting them multiplies the text).
+    static let maximumRepeatedOperand = 50_000
+
+    /// `floor(x)` of a REAL as an INTEGER, exactly, or NULL when |x| ≥ 9·10^18 (beyond the core's
+    /// date range). `CAST(x AS INTEGER)` truncates; a truncation above `x` is one too high.
+    static func floorToInteger(_ x: Fragment) -> Fragment {
+        "(CASE WHEN \(x) >= 9.0e18 OR \(x) <= -9.0e18 THEN NULL ELSE CAST(\(x) AS INTEGER) - (\(x) < CAST(\(x) AS INTEGER)) END)"
+    }
+
+    /// `round`, `floor`, `ceiling` in SQL (SQLite 3.15 has no floor or ceiling, and its `round` adds
+    /// 0.5, which is wrong for 0.49999999999999994): an integer stays as it is; a double of magnitude
+    /// ≥ 2^52 is already whole; any other double is split into its truncation `t` (exact) and the
+    /// exact remainder `x - t`, which decides the step. The result is REAL, as the core's.
+    private func rounding(_ f: QueryFunction, _ arg: ResolvedExpression) throws -> Fragment {
+        let x = try expression(arg)
+        if arg.type == .integer && !SQLCompiler.mayBeDouble(arg) { return x }
+        if x.sql.utf8.count > SQLCompiler.maximumRepeatedOperand { throw NeedsFallback() }
+        let t: Fragment = "CAST(\(x) AS INTEGER)"
+        let step: Fragment
+        switch f {
+        case .floor: step = "(CASE WHEN \(x) < \(t) THEN -1 ELSE 0 END)"
+        case .ceiling: step = "(CASE WHEN \(x) > \(t) THEN 1 ELSE 0 END)"
+        default: step = "(CASE WHEN \(x) - \(t) >= 0.5 THEN 1 WHEN \(x) - \(t) <= -0.5 THEN -1 ELSE 0 END)"
+        }
+        let double: Fragment = "(CASE WHEN abs(\(x)) >= 4503599627370496.0 THEN \(x) ELSE CAST(\(t) + \(step) AS REAL) END)"
+        if arg.type == .double { return double }
+        // Integer arithmetic that may have overflowed into a double.
+        return "(CASE WHEN typeof(\(x)) = 'integer' THEN \(x) ELSE \(double) END)"
+    }
+
     /// SQL for a value expression, self-delimited (a name, a parameter, a call or parenthesized).
     func expression(_ e: ResolvedExpression) throws -> Fragment {
         switch e {
@@ -281,6 +316,21 @@ struct SQLCompiler {
         case .length(let inner):
             guard hasFunctions else { throw NeedsFallback() }
             return "localstore_length(\(try expression(inner)))"
+        case .function(let f, let args, _):
+            switch f {
+            case .round, .floor, .ceiling:
+                return try rounding(f, args[0])
+            case .year, .month, .day, .hour, .minute, .second:
+                // Dates are stored as seconds since 2001 (REAL): pass their exact floor as an integer.
+                guard hasFunctions else { throw NeedsFallback() }
+                return "localstore_call('\(raw: f.rawValue)', \(SQLCompiler.floorToInteger(try expression(args[0]))))"
+            case .indexOf, .concat, .replace, .substring, .trim:
+                // SQLite's instr/substr/replace/trim stop at a NUL byte and differ in their edge cases:
+                // the registered function runs the core's implementation.
+                guard hasFunctions else { throw NeedsFallback() }
+                let list = try args.map { try expression($0) }
+                return "localstore_call('\(raw: f.rawValue)', \(Fragment.joined(list, separator: ", ")))"
+            }
         case .arithmetic(let op, let l, let r, _):
             let a = try expression(l)
             let b = try expression(r)

@@ -8,6 +8,10 @@ import Synchronization
 /// - `localstore_starts(s, p, nocase)`, `localstore_ends(…)`, `localstore_contains(…)`: byte-exact tests
 ///   (`LIKE` folds case and has wildcards); `nocase` = 1 lower-cases both sides (ASCII) first. A null
 ///   operand gives 0.
+/// - `localstore_call(name, args…)`: the core's OData function `name` (``QueryFunction``'s raw value) on
+///   the arguments: text as strings, integers as integers, a REAL truncated to an integer (saturating,
+///   as SQLite's own conversion; the compiler passes REALs only where an integer is expected). Date parts
+///   take the date's whole seconds since 2001 as an integer. Null in, null out.
 ///
 /// A C callback cannot capture anything, and the only way back to its context goes through
 /// `sqlite3_user_data` of the very library that called it: with two libraries in one process (SQLite and
@@ -19,7 +23,7 @@ enum SQLFunctions {
     static let slotCount = 4
 
     enum Op: Int {
-        case length = 1, lower, upper, starts, ends, contains
+        case length = 1, lower, upper, starts, ends, contains, call
 
         var name: String {
             switch self {
@@ -29,6 +33,7 @@ enum SQLFunctions {
             case .starts: return "localstore_starts"
             case .ends: return "localstore_ends"
             case .contains: return "localstore_contains"
+            case .call: return "localstore_call"
             }
         }
 
@@ -36,6 +41,7 @@ enum SQLFunctions {
             switch self {
             case .length, .lower, .upper: return 1
             case .starts, .ends, .contains: return 3
+            case .call: return -1
             }
         }
     }
@@ -73,7 +79,7 @@ enum SQLFunctions {
     static func register(on db: OpaquePointer, api: SQLiteAPI) -> Bool {
         guard let n = slot(for: api) else { return false }
         let callback = callbacks[n]
-        for op in [Op.length, .lower, .upper, .starts, .ends, .contains] {
+        for op in [Op.length, .lower, .upper, .starts, .ends, .contains, .call] {
             let rc = api.create_function_v2(
                 db, op.name, op.argumentCount, SQLite.UTF8 | SQLite.DETERMINISTIC,
                 UnsafeMutableRawPointer(bitPattern: op.rawValue), callback, nil, nil, nil)
@@ -85,7 +91,7 @@ enum SQLFunctions {
     private static func call(slot n: Int, _ ctx: OpaquePointer?, _ argc: Int32, _ argv: UnsafeMutablePointer<OpaquePointer?>?) {
         guard let box = slots.withLock({ $0[n] }) else { return }
         let api = box.api
-        guard let op = userData(api, ctx).flatMap(Op.init(rawValue:)), argc == op.argumentCount, let argv else {
+        guard let op = userData(api, ctx).flatMap(Op.init(rawValue:)), argc == op.argumentCount || op.argumentCount < 0, let argv else {
             api.result_null(ctx)
             return
         }
@@ -113,6 +119,48 @@ enum SQLFunctions {
             guard let s = bytes(api, argv[0]), let p = bytes(api, argv[1]) else { return api.result_int64(ctx, 0) }
             let noCase = api.value_type(argv[2]) == SQLite.INTEGER && api.value_int64(argv[2]) != 0
             api.result_int64(ctx, test(op, s, p, noCase: noCase) ? 1 : 0)
+        case .call:
+            callFunction(api, ctx, Int(argc), argv)
+        }
+    }
+
+    /// `localstore_call(name, args…)`.
+    private static func callFunction(_ api: SQLiteAPI, _ ctx: OpaquePointer?, _ argc: Int, _ argv: UnsafeMutablePointer<OpaquePointer?>) {
+        guard argc >= 2, let name = bytes(api, argv[0]),
+            let f = QueryFunction(rawValue: String(decoding: name, as: UTF8.self))
+        else { return api.result_null(ctx) }
+        var args: [Value] = []
+        args.reserveCapacity(argc - 1)
+        for n in 1..<argc {
+            let v = argv[n]
+            switch api.value_type(v) {
+            case SQLite.NULL: return api.result_null(ctx)
+            case SQLite.INTEGER, SQLite.FLOAT: args.append(.int(api.value_int64(v)))
+            default:
+                guard let b = bytes(api, v) else { return api.result_null(ctx) }
+                args.append(.string(String(decoding: b, as: UTF8.self)))
+            }
+        }
+        let result: Value
+        switch f {
+        case .year, .month, .day, .hour, .minute, .second:
+            guard args.count == 1, case .int(let seconds) = args[0] else { return api.result_null(ctx) }
+            result = QueryFunctions.datePart(f, wholeSecondsSinceReferenceDate: seconds)
+        default:
+            result = QueryFunctions.apply(f, args)
+        }
+        switch result {
+        case .int(let i): api.result_int64(ctx, i)
+        case .string(let s):
+            var out = Array(s.utf8)
+            let count = out.count
+            out.append(0)  // a valid pointer even when empty
+            out.withUnsafeBufferPointer { buf in
+                buf.withMemoryRebound(to: CChar.self) { chars in
+                    api.result_text(ctx, chars.baseAddress, Int32(count), SQLite.TRANSIENT)
+                }
+            }
+        default: api.result_null(ctx)
         }
     }
 

@@ -41,7 +41,7 @@ struct DifferentialTests {
         "%", "_", "a%b", "a_b", "abc", "ABC", "xyzabc", "ab\u{0}", "[", "`", "@",
     ]
     static let blobs: [[UInt8]] = [[], [0], [0, 1], [1], [255], [0, 0]]
-    static let dates: [Double] = [0, -1, 1.25, 1e9, -1e9, 700_000_000.5]
+    static let dates: [Double] = [0, -1, 1.25, 1e9, -1e9, 700_000_000.5, -978_307_200.25, -5e10 - 0.5, 4.7e12]
 
     static func rows(_ g: inout SplitMix) -> [Item] {
         func pick<T>(_ a: [T]) -> T { a[Int.random(in: 0..<a.count, using: &g)] }
@@ -95,10 +95,29 @@ struct DifferentialTests {
                     return .arithmetic(op, expression(.numeric, depth: depth + 1), expression(.numeric, depth: depth + 1))
                 }
                 if depth < 3 && chance(8) { return .length(expression(.string, depth: depth + 1)) }
+                if depth < 3 && chance(6) { return .function(pick([.round, .floor, .ceiling]), [expression(.numeric, depth: depth + 1)]) }
+                if depth < 3 && chance(10) { return .function(pick([.year, .month, .day, .hour, .minute, .second]), [expression(.date, depth: depth + 1)]) }
+                if depth < 3 && chance(10) { return .function(.indexOf, [expression(.string, depth: depth + 1), expression(.string, depth: depth + 1)]) }
                 return .field(pick(["i", "j", "d", "e", "I", "D"]))
             case .string:
                 if depth < 3 && chance(6) { return .toLower(expression(.string, depth: depth + 1)) }
                 if depth < 3 && chance(6) { return .toUpper(expression(.string, depth: depth + 1)) }
+                if depth < 3 && chance(10) { return .function(.trim, [expression(.string, depth: depth + 1)]) }
+                if depth < 3 && chance(10) {
+                    return .function(.concat, [expression(.string, depth: depth + 1), expression(.string, depth: depth + 1)])
+                }
+                if depth < 3 && chance(10) {
+                    let args = [expression(.string, depth: depth + 1), expression(.string, depth: depth + 1), expression(.string, depth: depth + 1)]
+                    return .function(.replace, args)
+                }
+                if depth < 3 && chance(8) {
+                    // Integer positions: columns, literals, or integer arithmetic that may overflow.
+                    func position() -> QueryExpression {
+                        chance(2) ? .literal(.int(pick([-2, -1, 0, 1, 2, 3, 100, .max, .min]))) : (chance(2) ? .field("i") : .field("i") * .field("j"))
+                    }
+                    let args = chance(2) ? [expression(.string, depth: depth + 1), position()] : [expression(.string, depth: depth + 1), position(), position()]
+                    return .function(.substring, args)
+                }
                 return .field(pick(["s", "t", "id", "S", "ID"]))
             case .boolean: return .field("b")
             case .date: return .field("dt")

@@ -89,6 +89,9 @@ extension ConformanceSuite {
         func deepAnd(_ depth: Int) -> QueryPredicate { (0..<depth).reduce(n == 3) { p, _ in .and([p, .true]) } }
         func deepSum(_ depth: Int) -> QueryExpression { (0..<depth).reduce(n) { e, _ in e + 0 } }
         func deepLower(_ depth: Int) -> QueryExpression { (0..<depth).reduce(name) { e, _ in .toLower(e) } }
+        func deepRound(_ depth: Int) -> QueryExpression { (0..<depth).reduce(Field("d")) { e, _ in e.rounded } }
+        let d = Field("d")
+        func deepFloorSum(_ depth: Int) -> QueryExpression { (0..<depth).reduce(d) { e, _ in (e + 0.5).floor } }
         let cases: [(String, Query, LocalStoreError.Code)] = [
             ("int column == string", Query("Sample", where: n == "3"), .invalidQuery),
             ("string column > int", Query("Sample", where: name > 3), .invalidQuery),
@@ -135,6 +138,30 @@ extension ConformanceSuite {
             ("arithmetic nested 250 deep", Query("Sample", where: deepSum(250) == 3), .invalidQuery),
             ("toLower nested 250 deep", Query("Sample", where: deepLower(250) == "x"), .invalidQuery),
             ("NOT nested 1000 deep", Query("Sample", where: deepNot(1000)), .invalidQuery),
+            ("indexof of an int", Query("Sample", where: n.indexOf("3") == 0), .invalidQuery),
+            ("indexof with a binary pattern", Query("Sample", where: name.indexOf(.literal(.binary([0]))) == 0), .invalidQuery),
+            ("indexof compared with a string", Query("Sample", where: name.indexOf("a") == "1"), .invalidQuery),
+            ("concat of a string and an int", Query("Sample", where: name.concat(n) == "a"), .invalidQuery),
+            ("concat with a null literal", Query("Sample", where: name.concat(nil) == "a"), .invalidQuery),
+            ("replace with a date", Query("Sample", where: name.replacing("a", with: at) == "x"), .invalidQuery),
+            ("replace with two arguments", Query("Sample", where: .function(.replace, [name, "a"]) == "x"), .invalidQuery),
+            ("substring with a double start", Query("Sample", where: name.substring(from: 1.5) == "x"), .invalidQuery),
+            ("substring with a string length", Query("Sample", where: name.substring(from: 1, length: "2") == "x"), .invalidQuery),
+            ("substring of an int", Query("Sample", where: n.substring(from: 1) == "x"), .invalidQuery),
+            ("substring without a start", Query("Sample", where: .function(.substring, [name]) == "x"), .invalidQuery),
+            ("substring with four arguments", Query("Sample", where: .function(.substring, [name, 1, 2, 3]) == "x"), .invalidQuery),
+            ("trim of a boolean", Query("Sample", where: flag.trimmed == "x"), .invalidQuery),
+            ("year of a string", Query("Sample", where: name.year == 2020), .invalidQuery),
+            ("hour of an int", Query("Sample", where: n.hour == 1), .invalidQuery),
+            ("second of a double", Query("Sample", where: d.second == 1), .invalidQuery),
+            ("year compared with a date", Query("Sample", where: at.year == .literal(.date(date(0)))), .invalidQuery),
+            ("year with two arguments", Query("Sample", where: .function(.year, [at, at]) == 1), .invalidQuery),
+            ("round of a string", Query("Sample", where: name.rounded == 1), .invalidQuery),
+            ("floor of a date", Query("Sample", where: at.floor == 1), .invalidQuery),
+            ("ceiling of a boolean", Query("Sample", where: flag.ceiling == 1), .invalidQuery),
+            ("ceiling compared with a string", Query("Sample", where: d.ceiling == "1"), .invalidQuery),
+            ("round nested 250 deep", Query("Sample", where: deepRound(250) == 3), .invalidQuery),
+            ("unknown field inside a function", Query("Sample", where: Field("nope").year == 1), .unknownColumn),
             ("unknown field", Query("Sample", where: Field("nope") == 1), .unknownColumn),
             ("unknown field inside arithmetic", Query("Sample", where: !(n + Field("nope") == 1)), .unknownColumn),
             ("unknown field in a null test", Query("Sample", where: Field("nope").isNull), .unknownColumn),
@@ -162,7 +189,8 @@ extension ConformanceSuite {
             try expectEqual(try store.count("Sample"), table.rows.count, "invalid deletes delete nothing")
             // Nesting within the limit works and evaluates like the reference.
             for (label, predicate) in [("NOT nested 150 deep", deepNot(150)), ("AND nested 150 deep", deepAnd(150)),
-                                       ("arithmetic nested 150 deep", deepSum(150) == 3), ("toLower nested 150 deep", deepLower(150) == "alpha")] {
+                                       ("arithmetic nested 150 deep", deepSum(150) == 3), ("toLower nested 150 deep", deepLower(150) == "alpha"),
+                                       ("round nested 150 deep", deepRound(150) == 3), ("floor nested 20 deep in sums", deepFloorSum(20) > 3)] {
                 try expectSameIds(
                     try readIds(store, Query("Sample", where: predicate)), PredicateData.rowIds(try Reference.select(table, where: predicate, sort: [])),
                     label)
