@@ -2,8 +2,10 @@ import Foundation
 
 extension OData {
     /// Parses an OData query string (`$filter=…&$orderby=…&$top=…`, values percent-encoded or not) into a
-    /// ``Query`` on `table`. Accepts the subset ``OData/queryString(for:)`` renders, so render → parse →
-    /// render gives the same text. Errors are `invalidQuery` and give the position of the fault.
+    /// ``Query`` on `table`. Accepts what ``OData/queryString(for:)`` renders, so render → parse →
+    /// render gives the same text, plus what other clients write: bare boolean fields (`done`), `guid'…'`
+    /// literals (the lower-case canonical string) and `startswith(…) eq true`-style tests. Errors are
+    /// `invalidQuery` and give the position of the fault; an unknown function is named as unknown.
     public static func parseQuery(_ queryString: String, table: String) throws -> Query {
         var query = Query(table)
         guard !queryString.isEmpty else { return query }
@@ -205,6 +207,14 @@ private struct FilterParser {
             let s = try parseQuoted()
             guard let date = DeltaTokenFormat.date(from: s) else { throw fail("bad date '\(s)'", at: textStart) }
             return .literal(.date(date), position: start)
+        case "guid":
+            if index < bytes.count, bytes[index] == UInt8(ascii: "'") {
+                let textStart = index
+                let s = try parseQuoted()
+                guard let canonical = FilterParser.canonicalGuid(s) else { throw fail("bad guid '\(s)'", at: textStart) }
+                return .literal(.string(canonical), position: start)
+            }
+            return .identifier(word, position: start)
         case "X", "binary":
             if index < bytes.count, bytes[index] == UInt8(ascii: "'") {
                 let s = try parseQuoted()
@@ -234,6 +244,25 @@ private struct FilterParser {
             }
             return .identifier(word, position: start)
         }
+    }
+
+    /// The canonical text of a GUID literal: `8-4-4-4-12` hex digits, lower-cased (as .NET writes a
+    /// `Guid`); `nil` for anything else.
+    static func canonicalGuid(_ s: String) -> String? {
+        let u = Array(s.utf8)
+        guard u.count == 36 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(36)
+        for (i, c) in u.enumerated() {
+            if i == 8 || i == 13 || i == 18 || i == 23 {
+                guard c == UInt8(ascii: "-") else { return nil }
+                out.append(c)
+            } else {
+                guard Hex.digit(c) != nil else { return nil }
+                out.append(c >= 0x41 && c <= 0x46 ? c | 0x20 : c)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     mutating func parseQuoted() throws -> String {
@@ -294,21 +323,49 @@ private struct FilterParser {
                 "eq": .equal, "ne": .notEqual, "lt": .less, "le": .lessOrEqual, "gt": .greater, "ge": .greaterOrEqual,
             ]
             guard let c = ops[op] else { throw fail("'\(op)' gives a number, not a condition", at: p) }
+            // `startswith(a,b) eq true`, `substringof(a,b) ne false`, … as older clients write them.
+            if c == .equal || c == .notEqual {
+                if let test = try booleanTest(l), case .literal(.bool(let b), _) = unwrapped(r) {
+                    return b == (c == .equal) ? test : .not(test)
+                }
+                if let test = try booleanTest(r), case .literal(.bool(let b), _) = unwrapped(l) {
+                    return b == (c == .equal) ? test : .not(test)
+                }
+            }
             return .compare(try expression(l), c, try expression(r), caseInsensitive: false)
         case .literal(.bool(true), _): return .true
         case .literal(.bool(false), _): return .false
         case .identifier(let name, _):
             return .compare(.field(name), .equal, .literal(.bool(true)), caseInsensitive: false)
-        case .call(let name, let args, let p):
-            guard args.count == 2 else { throw fail("\(name) takes two arguments", at: p) }
-            switch name {
-            case "startswith": return .string(.startsWith, try expression(args[0]), try expression(args[1]), caseInsensitive: false)
-            case "endswith": return .string(.endsWith, try expression(args[0]), try expression(args[1]), caseInsensitive: false)
-            case "substringof": return .string(.contains, try expression(args[1]), try expression(args[0]), caseInsensitive: false)
-            default: throw fail("\(name)() is not a condition", at: p)
+        case .call(let name, _, let p):
+            if let test = try booleanTest(node) { return test }
+            if FilterParser.valueFunctions.contains(name) || QueryFunction(rawValue: name) != nil {
+                throw fail("\(name)() gives a value, not a condition", at: p)
             }
+            throw fail("unknown function \(name)()", at: p)
         case .literal(_, let p):
             throw fail("a value is not a condition", at: p)
+        }
+    }
+
+    /// The functions that give a value and have their own ``QueryExpression`` case.
+    static let valueFunctions: Set<String> = ["tolower", "toupper", "length"]
+    /// The functions that give a condition.
+    static let testFunctions: Set<String> = ["startswith", "endswith", "substringof"]
+
+    func unwrapped(_ node: FilterNode) -> FilterNode {
+        if case .paren(let inner) = node { return unwrapped(inner) }
+        return node
+    }
+
+    /// The string test of a call to `startswith`, `endswith` or `substringof`; `nil` for any other node.
+    func booleanTest(_ node: FilterNode) throws -> QueryPredicate? {
+        guard case .call(let name, let args, let p) = unwrapped(node), FilterParser.testFunctions.contains(name) else { return nil }
+        guard args.count == 2 else { throw fail("\(name) takes 2 arguments, not \(args.count)", at: p) }
+        switch name {
+        case "startswith": return .string(.startsWith, try expression(args[0]), try expression(args[1]), caseInsensitive: false)
+        case "endswith": return .string(.endsWith, try expression(args[0]), try expression(args[1]), caseInsensitive: false)
+        default: return .string(.contains, try expression(args[1]), try expression(args[0]), caseInsensitive: false)
         }
     }
 
@@ -332,13 +389,24 @@ private struct FilterParser {
             guard let a = ops[op] else { throw fail("a condition ('\(op)') is not a value", at: p) }
             return .arithmetic(a, try expression(l), try expression(r))
         case .call(let name, let args, let p):
-            guard args.count == 1 else { throw fail("\(name) takes one argument", at: p) }
-            switch name {
-            case "tolower": return .toLower(try expression(args[0]))
-            case "toupper": return .toUpper(try expression(args[0]))
-            case "length": return .length(try expression(args[0]))
-            default: throw fail("unknown function \(name)()", at: p)
+            if let f = QueryFunction(rawValue: name) {
+                let counts = f.argumentCounts
+                guard counts.contains(args.count) else {
+                    let wanted = counts.count == 1 ? "\(counts.lowerBound)" : "\(counts.lowerBound) or \(counts.upperBound)"
+                    throw fail("\(name) takes \(wanted) argument\(counts.upperBound == 1 ? "" : "s"), not \(args.count)", at: p)
+                }
+                return .function(f, try args.map { try expression($0) })
             }
+            if FilterParser.valueFunctions.contains(name) {
+                guard args.count == 1 else { throw fail("\(name) takes 1 argument, not \(args.count)", at: p) }
+                switch name {
+                case "tolower": return .toLower(try expression(args[0]))
+                case "toupper": return .toUpper(try expression(args[0]))
+                default: return .length(try expression(args[0]))
+                }
+            }
+            if FilterParser.testFunctions.contains(name) { throw fail("\(name)() is a condition, not a value", at: p) }
+            throw fail("unknown function \(name)()", at: p)
         case .not:
             throw fail("a condition (not) is not a value")
         }

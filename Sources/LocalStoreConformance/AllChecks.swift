@@ -64,6 +64,7 @@ extension ConformanceSuite {
         ConformanceCheck(name: "predicateHandWrittenExpectations", predicateHandWrittenExpectations),
         ConformanceCheck(name: "invalidQueriesAreRejected", invalidQueriesAreRejected),
         ConformanceCheck(name: "deleteMatchingHonoursQuery", deleteMatchingHonoursQuery),
+        ConformanceCheck(name: "odataFunctionExamples", odataFunctionExamples),
         ConformanceCheck(name: "queryFunctionsOnRandomRows", queryFunctionsOnRandomRows),
         ConformanceCheck(name: "pagingStableAscending", pagingStableAscending),
         ConformanceCheck(name: "pagingStableDescending", pagingStableDescending),

@@ -86,6 +86,7 @@ struct ConformanceTests {
         "predicateHandWrittenExpectations",
         "invalidQueriesAreRejected",
         "deleteMatchingHonoursQuery",
+        "odataFunctionExamples",
         "queryFunctionsOnRandomRows",
         "pagingStableAscending",
         "pagingStableDescending",
@@ -203,6 +204,7 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func predicateHandWrittenExpectations(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func invalidQueriesAreRejected(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func deleteMatchingHonoursQuery(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func odataFunctionExamples(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func queryFunctionsOnRandomRows(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pagingStableAscending(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pagingStableDescending(_ backend: StoreFactory) throws { try runCheck(backend) }

@@ -97,12 +97,16 @@ struct ODataParsingTests {
     }
 
     static func expression(_ r: inout RNG, _ depth: Int) -> QueryExpression {
-        switch depth > 2 ? r.next() % 2 : r.next() % 6 {
+        switch depth > 2 ? r.next() % 2 : r.next() % 7 {
         case 0: return .field(["text", "priority", "complete", "updatedAt", "id"][Int(r.next() % 5)])
         case 1: return .literal(literal(&r))
         case 2: return .toLower(expression(&r, depth + 1))
         case 3: return .length(expression(&r, depth + 1))
         case 4: return .toUpper(expression(&r, depth + 1))
+        case 5:
+            let f = QueryFunction.allCases[Int(r.next() % UInt64(QueryFunction.allCases.count))]
+            let count = f.argumentCounts.lowerBound + Int(r.next() % UInt64(f.argumentCounts.count))
+            return .function(f, (0..<count).map { _ in expression(&r, depth + 1) })
         default:
             let ops: [QueryExpression.ArithmeticOperator] = [.add, .subtract, .multiply, .divide, .modulo]
             return .arithmetic(ops[Int(r.next() % 5)], expression(&r, depth + 1), expression(&r, depth + 1))
@@ -157,6 +161,76 @@ struct ODataParsingTests {
         #expect(q.sort == [SortKey("updatedAt", .descending)])
         #expect(q.top == 50)
         #expect(q.includeTotalCount)
+    }
+
+    /// The `$filter` examples of issue 11 parse to the Swift spelling of each function.
+    @Test func functionExamplesParseToTheSwiftSpelling() throws {
+        let col1 = Field("col1")
+        let col4 = Field("col4")
+        let val = Field("val")
+        let examples: [(String, QueryPredicate)] = [
+            ("indexof(col1,'ump') eq 1", col1.indexOf("ump") == 1),
+            ("concat(concat(col1,'ies'),col2) eq 'brownies1'", col1.concat("ies").concat(Field("col2")) == "brownies1"),
+            ("replace(col1,'j','p') eq 'pumped'", col1.replacing("j", with: "p") == "pumped"),
+            ("substring(col1,1) eq 'ox'", col1.substring(from: 1) == "ox"),
+            ("substring(col1,1,3) eq 'uic'", col1.substring(from: 1, length: 3) == "uic"),
+            ("trim(col1) eq 'fox'", col1.trimmed == "fox"),
+            ("year(col4) ge 1980", col4.year >= 1980),
+            ("month(col4) eq 1", col4.month == 1),
+            ("day(col4) eq 2", col4.day == 2),
+            ("hour(col4) lt 12", col4.hour < 12),
+            ("minute(col4) gt 0", col4.minute > 0),
+            ("second(col4) ne 0", col4.second != 0),
+            ("round(val) eq expected", val.rounded == Field("expected")),
+            ("floor(val) eq 1", val.floor == 1),
+            ("ceiling(val) eq -1", val.ceiling == -1),
+            ("length(col1) eq 3", col1.length == 3),
+            ("tolower(col1) eq 'a'", col1.lowercased == "a"),
+            ("toupper(col1) eq 'A'", col1.uppercased == "A"),
+            ("startswith(col1,'a')", col1.starts(with: "a")),
+            ("endswith(col1,'a')", col1.ends(with: "a")),
+            ("substringof('a',col1)", col1.contains("a")),
+            ("substringof('a',col1) eq true", col1.contains("a")),
+            ("startswith(col1,'a') eq false", !col1.starts(with: "a")),
+            ("true eq endswith(col1,'a')", col1.ends(with: "a")),
+            ("endswith(col1,'a') ne true", !col1.ends(with: "a")),
+            ("col6 eq guid'd9c8bcf9-9c85-42e6-967b-c686d92f32cb'", Field("col6") == "d9c8bcf9-9c85-42e6-967b-c686d92f32cb"),
+            ("col6 eq guid'D9C8BCF9-9C85-42E6-967B-C686D92F32CB'", Field("col6") == "d9c8bcf9-9c85-42e6-967b-c686d92f32cb"),
+            ("done", .isTrue("done")),
+            ("not done", !.isTrue("done")),
+            ("(val add 1) mul 2 sub 3 div 4 mod 5 eq 0", (val + 1) * 2 - 3 / 4 % 5 == 0),
+        ]
+        for (text, expected) in examples {
+            #expect(try OData.parseFilter(text) == expected, "\(text)")
+        }
+        // Rendering gives the canonical text back.
+        #expect(try OData.filter(col1.indexOf("ump") == 1) == "indexof(col1,'ump') eq 1")
+        #expect(try OData.filter(col1.substring(from: 1, length: 3) == "uic") == "substring(col1,1,3) eq 'uic'")
+        #expect(try OData.filter(col1.concat("ies").concat(Field("col2")) == "brownies1") == "concat(concat(col1,'ies'),col2) eq 'brownies1'")
+        #expect(try OData.filter(val.rounded == Field("expected")) == "round(val) eq expected")
+        #expect(try OData.filter(col4.year >= 1980) == "year(col4) ge 1980")
+    }
+
+    @Test(arguments: [
+        ("frobnicate(col1) eq 1", "unknown function frobnicate()"),
+        ("frobnicate(col1)", "unknown function frobnicate()"),
+        ("substring(col1) eq 'a'", "substring takes 2 or 3 arguments, not 1"),
+        ("indexof(col1) eq 1", "indexof takes 2 arguments, not 1"),
+        ("year(col4,col4) eq 1", "year takes 1 argument, not 2"),
+        ("tolower(col1,col2) eq 'a'", "tolower takes 1 argument, not 2"),
+        ("startswith(col1) eq true", "startswith takes 2 arguments, not 1"),
+        ("year(col4)", "year() gives a value, not a condition"),
+        ("length(startswith(col1,'a')) eq 1", "startswith() is a condition, not a value"),
+        ("col6 eq guid'd9c8bcf9-9c85-42e6-967b'", "bad guid"),
+        ("col6 eq guid'd9c8bcf9x9c85-42e6-967b-c686d92f32cb'", "bad guid"),
+    ])
+    func functionErrorsNameTheFault(filter: String, message: String) throws {
+        #expect {
+            try OData.parseFilter(filter)
+        } throws: { error in
+            guard let e = error as? LocalStoreError, e.code == .invalidQuery else { return false }
+            return e.message.contains(message)
+        }
     }
 
     @Test func parsedQueriesRunOnAStore() throws {

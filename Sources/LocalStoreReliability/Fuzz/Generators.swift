@@ -131,15 +131,31 @@ public struct FuzzGenerator {
         if depth > 2 || rng.oneIn(2) {
             return rng.oneIn(3) ? .literal(rng.oneIn(2) ? .int(int()) : .double(double())) : .field(rng.pick(Self.numeric))
         }
-        let op = rng.pick([QueryExpression.ArithmeticOperator.add, .subtract, .multiply, .divide, .modulo])
-        return .arithmetic(op, numericExpression(rows: rows, depth: depth + 1), numericExpression(rows: rows, depth: depth + 1))
+        switch rng.below(8) {
+        case 0:
+            // OData rounding of a numeric expression.
+            return .function(rng.pick([.round, .floor, .ceiling]), [numericExpression(rows: rows, depth: depth + 1)])
+        case 1:
+            // An integer from a string or a date.
+            if rng.oneIn(2) { return .function(rng.pick([.year, .month, .day, .hour, .minute, .second]), [.field("t")]) }
+            return .function(.indexOf, [stringExpression(), .literal(.string(string()))])
+        default:
+            let op = rng.pick([QueryExpression.ArithmeticOperator.add, .subtract, .multiply, .divide, .modulo])
+            return .arithmetic(op, numericExpression(rows: rows, depth: depth + 1), numericExpression(rows: rows, depth: depth + 1))
+        }
     }
 
     mutating func stringExpression() -> QueryExpression {
         let field = QueryExpression.field(rng.pick(Self.strings))
-        switch rng.below(5) {
+        switch rng.below(9) {
         case 0: return .toLower(field)
         case 1: return .toUpper(field)
+        case 2: return .function(.trim, [field])
+        case 3:
+            let start = QueryExpression.literal(.int(Int64(rng.below(8)) - 2))
+            return .function(.substring, rng.oneIn(2) ? [field, start] : [field, start, .literal(.int(Int64(rng.below(6)) - 1))])
+        case 4: return .function(.concat, [field, .literal(.string(string()))])
+        case 5: return .function(.replace, [field, .literal(.string(rng.pick(["a", "é", " ", ""]))), .literal(.string(string()))])
         default: return field
         }
     }
