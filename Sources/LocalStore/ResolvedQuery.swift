@@ -652,7 +652,8 @@ package enum QueryFunctions {
         guard let first = u.firstIndex(where: { $0 != 0x20 }) else { return "" }
         guard let last = u.lastIndex(where: { $0 != 0x20 }) else { return "" }
         if first == u.startIndex && last == u.index(before: u.endIndex) { return s }
-        return String(s[first...last])
+        // Cut the bytes (a space is one byte, so both ends are scalar boundaries), never Characters.
+        return String(decoding: u[first...last], as: UTF8.self)
     }
 
     /// 0-based position in Unicode scalars of the first occurrence of `p` in `s` (byte match; a match

@@ -96,7 +96,7 @@ extension ConformanceSuite {
         let schema = TableSchema("Fn", ["s": .string, "t": .string, "i": .integer, "x": .double, "at": .date])
         var g = SeededGenerator(seed: 20_261_123)
         func below(_ n: Int) -> Int { Int(g.next() % UInt64(n)) }
-        let alphabet: [String] = ["a", "b", "A", " ", "é", "ß", "日", "😀", "\u{0}", "o", "x", "👨‍👩‍👧"]
+        let alphabet: [String] = ["a", "b", "A", " ", "é", "ß", "日", "😀", "\u{0}", "o", "x", "👨‍👩‍👧", "\u{301}", "\t"]
         func randomString() -> String { (0..<below(9)).map { _ in alphabet[below(alphabet.count)] }.joined() }
         func randomDouble() -> Double {
             switch below(6) {
