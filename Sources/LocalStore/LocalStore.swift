@@ -127,16 +127,19 @@ extension LocalStoreAccess {
 
     // MARK: Operations
 
-    /// Appends an operation with the next id (the largest id + 1, starting at 1) and returns it.
+    /// Appends an operation with the next id and returns it. Ids strictly increase for the life of the
+    /// store, starting at 1: the next id is one more than both the largest id in the table and the
+    /// highest id ever given out (a high-water mark in the config table, written in the same
+    /// transaction), so removing the newest operation never lets its id be given again. When no
+    /// larger id exists the call fails with `full` and changes nothing.
     public func appendOperation(table: String, tableKind: Int = 0, itemId: String, properties: [UInt8] = [])
         throws -> TableOperation
     {
         try write { tx in
-            let ops = tx.systemTableNames.operations
-            let last = try tx.read(Query(ops, sort: [SortKey("id", .descending)], top: 1)).items.first
-            let next = (last?["id"]?.intValue ?? 0) + 1
+            let next = try nextOperationId(tx)
             let op = TableOperation(id: next, table: table, tableKind: tableKind, itemId: itemId, properties: properties)
-            try tx.upsert([op.item], into: ops, options: .strict)
+            try tx.upsert([op.item], into: tx.systemTableNames.operations, options: .strict)
+            try recordOperationIdHighWater(next, tx)
             return op
         }
     }

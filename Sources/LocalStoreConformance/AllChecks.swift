@@ -57,6 +57,7 @@ extension ConformanceSuite {
         ConformanceCheck(name: "systemTablesFollowGenericRules", systemTablesFollowGenericRules),
         ConformanceCheck(name: "systemTableSyncQueries", systemTableSyncQueries),
         ConformanceCheck(name: "appendOperationIds", appendOperationIds),
+        ConformanceCheck(name: "appendOperationIdExhausted", appendOperationIdExhausted),
         ConformanceCheck(name: "pendingOperationQueries", pendingOperationQueries),
         ConformanceCheck(name: "removeOperationRemovesItsErrors", removeOperationRemovesItsErrors),
         ConformanceCheck(name: "operationErrorsRecordListClear", operationErrorsRecordListClear),

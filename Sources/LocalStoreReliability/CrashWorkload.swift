@@ -8,13 +8,16 @@ import LocalStore
 ///    overflow pages and page splits happen), and a blob carrying `s`;
 /// 2. when `s` is a multiple of 7, a merge-update of the older item `item-(s/2)` (`touched = s`), so
 ///    crashes also hit in-place updates;
-/// 3. an operation for `item-s` whose properties are `s` (8 bytes, big-endian);
+/// 3. an operation for `item-s` whose properties are `s` (8 bytes, big-endian); when `s` is a multiple
+///    of 5 the operation is removed again in the same transaction (as a push completing it would), so
+///    the newest operation id is often absent from the table;
 /// 4. the single row `counter` of `CrashCounter`: `lastSeq = s`, `lastOp = ` the operation's id.
 ///
-/// Because nothing is ever removed, a sound store holding transactions `1...M` has exactly the items
-/// `item-1...item-M`, the operations with ids `1...M` (operation `k` for `item-k`) and `counter` at
-/// `M`, every payload byte for byte as computed here. ``verify(_:reported:allowUnreported:)`` checks
-/// all of that.
+/// A sound store holding transactions `1...M` has exactly the items `item-1...item-M`, the operations
+/// with the ids `1...M` that are not multiples of 5 (operation `k` for `item-k`), an operation id
+/// high-water mark of `M` (so the next append gets `M + 1` even when operation `M` was removed) and
+/// `counter` at `M`, every payload byte for byte as computed here.
+/// ``verify(_:reported:allowUnreported:)`` checks all of that.
 public enum CrashWorkload {
     public static let itemTable = "CrashItem"
     public static let counterTable = "CrashCounter"
@@ -59,6 +62,12 @@ public enum CrashWorkload {
         return String(decoding: bytes.prefix(max(n, 0)), as: UTF8.self)
     }
 
+    /// Whether transaction `s` removes the operation it appended.
+    public static func removesItsOperation(_ s: Int64) -> Bool { s % 5 == 0 }
+
+    /// The number of operations a sound store holding transactions `1...m` has.
+    public static func expectedOperationCount(_ m: Int64) -> Int64 { m - m / 5 }
+
     /// `s` as 8 big-endian bytes.
     public static func seqBytes(_ s: Int64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: UInt64(bitPattern: s) >> (56 - 8 * $0)) } }
 
@@ -88,6 +97,7 @@ public enum CrashWorkload {
                 into: itemTable)
             if s % 7 == 0 && s >= 2 { try store.upsert([["id": .string("item-\(s / 2)"), "touched": .int(s)]], into: itemTable) }
             let op = try store.appendOperation(table: itemTable, itemId: "item-\(s)", properties: seqBytes(s))
+            if removesItsOperation(s) { try store.removeOperation(id: op.id) }
             try store.upsert([["id": "counter", "lastSeq": .int(s), "lastOp": .int(op.id)]], into: counterTable)
             return op.id
         }
@@ -99,6 +109,7 @@ public enum CrashWorkload {
                 try tx.upsert([["id": .string("item-\(s / 2)"), "touched": .int(s)]], into: itemTable)
             }
             let op = try tx.appendOperation(table: itemTable, itemId: "item-\(s)", properties: seqBytes(s))
+            if removesItsOperation(s) { try tx.removeOperation(id: op.id) }
             try tx.upsert([["id": "counter", "lastSeq": .int(s), "lastOp": .int(op.id)]], into: counterTable)
             return op.id
         }
@@ -172,14 +183,20 @@ public enum CrashWorkload {
         let itemCount = try store.count(itemTable)
         if itemCount != Int(m) { problem("CrashItem has \(itemCount) rows, expected \(m)") }
 
-        // Operations: ids 1...M, operation k for item-k, in id order.
+        // Operations: ids 1...M except multiples of 5, operation k for item-k, in id order; the
+        // high-water mark at M.
         let ops = try store.pendingOperations()
         let rawOpCount = try store.pendingOperationCount()
         if rawOpCount != ops.count { problem("\(rawOpCount) operation rows but only \(ops.count) decode as operations") }
-        if ops.count != Int(m) { problem("\(ops.count) operations, expected \(m) (half-written transaction)") }
+        if ops.count != Int(expectedOperationCount(m)) {
+            problem("\(ops.count) operations, expected \(expectedOperationCount(m)) (half-written transaction)")
+        }
+        let mark = try store.operationIdHighWaterMark()
+        if mark != m { problem("the operation id high-water mark is \(mark), expected \(m)") }
+        let keptIds = (1...max(m, 1)).filter { $0 <= m && !removesItsOperation($0) }
         var previous: Int64 = 0
         for (n, op) in ops.enumerated() {
-            let k = Int64(n + 1)
+            let k = n < keptIds.count ? keptIds[n] : -1
             if op.id <= previous { problem("operation ids do not increase: \(op.id) after \(previous)") }
             previous = op.id
             if op.id != k { problem("operation #\(k) has id \(op.id)") }

@@ -132,7 +132,9 @@ enum CrashCampaign {
                     let c1 = try CrashWorkload.lastSeq(observer)
                     let ops = try Int64(observer.pendingOperationCount())
                     let c2 = try CrashWorkload.lastSeq(observer)
-                    if fault == nil && !(c1 <= ops && ops <= c2) { fail("a reader saw \(ops) operations between counters \(c1) and \(c2)") }
+                    if fault == nil && !(CrashWorkload.expectedOperationCount(c1) <= ops && ops <= CrashWorkload.expectedOperationCount(c2)) {
+                        fail("a reader saw \(ops) operations between counters \(c1) and \(c2)")
+                    }
                 } else {
                     usleep(2000)
                 }

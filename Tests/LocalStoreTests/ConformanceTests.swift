@@ -79,6 +79,7 @@ struct ConformanceTests {
         "systemTablesFollowGenericRules",
         "systemTableSyncQueries",
         "appendOperationIds",
+        "appendOperationIdExhausted",
         "pendingOperationQueries",
         "removeOperationRemovesItsErrors",
         "operationErrorsRecordListClear",
@@ -194,6 +195,7 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func systemTablesFollowGenericRules(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func systemTableSyncQueries(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func appendOperationIds(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func appendOperationIdExhausted(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pendingOperationQueries(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func removeOperationRemovesItsErrors(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func operationErrorsRecordListClear(_ backend: StoreFactory) throws { try runCheck(backend) }

@@ -129,33 +129,76 @@ extension ConformanceSuite {
         }
     }
 
-    /// `appendOperation` gives the largest id + 1, starting at 1: ids 1, 2, 3…; after deleting a middle
-    /// one the sequence continues; after deleting the highest its id is given again; across
-    /// close and reopen the sequence continues.
+    /// `appendOperation` ids strictly increase for the life of the store: 1, 2, 3…; after removing a
+    /// middle one or the newest one, after emptying the queue, after close and reopen, the next id is
+    /// higher than every id ever given out (a high-water mark in the config table, written in the
+    /// append's transaction); rows written by other code with a larger id are respected.
     public static func appendOperationIds(_ factory: StoreFactory) throws {
         try withWorkspace(factory) { workspace in
             var store = try workspace.open()
             func append(_ item: String) throws -> Int64 {
                 let op = try store.appendOperation(table: "TodoItem", tableKind: 0, itemId: item, properties: Array(item.utf8))
                 try expectEqual(try store.operation(id: op.id), op, "operation(id:) of the appended operation")
+                try expectEqual(try store.operationIdHighWaterMark(), op.id, "the high-water mark after appending \(op.id)")
                 return op.id
             }
+            try expectEqual(try store.operationIdHighWaterMark(), 0, "no id given out yet")
             try expectEqual(try [append("a"), append("b"), append("c")], [1, 2, 3], "first ids")
             try store.removeOperation(id: 2)
-            try expectEqual(try append("d"), 4, "after deleting a middle operation")
+            try expectEqual(try append("d"), 4, "after removing a middle operation")
             try store.removeOperation(id: 4)
-            try expectEqual(try append("e"), 4, "after deleting the highest operation")
-            try expectEqual(try store.pendingOperations().map(\.id), [1, 3, 4], "remaining ids")
+            try expectEqual(try append("e"), 5, "after removing the newest operation its id is not given again")
+            try expectEqual(try store.pendingOperations().map(\.id), [1, 3, 5], "remaining ids")
+            let mark = try unwrap(try store.read(table: store.configTableName, id: .string(TableConfigEntry.operationIdHighWaterId)), "the high-water row")
+            try expectIdentical(
+                mark, ["id": .string(TableConfigEntry.operationIdHighWaterId), "table": "", "key": "operationIdHighWater",
+                       "keyType": .int(TableConfigEntry.localStoreKeyType), "value": "5"], "the high-water row")
             if workspace.factory.isPersistent {
                 store = try unwrap(try workspace.reopen(store), "reopen")
                 try expectEqual(try store.pendingOperations().map(\.itemId), ["a", "c", "e"], "operations after reopening")
-                try expectEqual(try append("f"), 5, "after reopening")
-                try store.removeOperation(id: 5)
+                try expectEqual(try append("f"), 6, "after reopening")
+                try store.removeOperation(id: 6)
                 store = try unwrap(try workspace.reopen(store), "second reopen")
-                try expectEqual(try append("g"), 5, "after deleting the highest and reopening")
+                try expectEqual(try append("g"), 7, "after removing the newest and reopening")
             }
+            let expectedNext = try store.operationIdHighWaterMark() + 1
             for op in try store.pendingOperations() { try store.removeOperation(id: op.id) }
-            try expectEqual(try append("h"), 1, "an empty queue starts at 1 again")
+            try expectEqual(try append("h"), expectedNext, "an emptied queue continues after the highest id ever given")
+            // Another writer's row with a larger id (the SDK's own upsert of an operation row).
+            try store.upsert([TableOperation(id: 40, table: "TodoItem", itemId: "x").item], into: store.operationTableName)
+            try expectEqual(try append("i"), 41, "above a larger id written by other code")
+            try store.removeOperation(id: 41)
+            try store.removeOperation(id: 40)
+            try expectEqual(try append("j"), 42, "the mark also covers ids written by other code once passed")
+        }
+    }
+
+    /// When the operations table holds id `Int64.max` (written by any tool), `appendOperation` fails
+    /// with `full` naming the operations table and changes nothing, instead of trapping on overflow;
+    /// a damaged high-water mark is `corrupt` naming the config row, also changing nothing.
+    public static func appendOperationIdExhausted(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            let ops = store.operationTableName
+            _ = try store.appendOperation(table: "T", itemId: "a")
+            try store.upsert([TableOperation(id: .max, table: "T", itemId: "last").item], into: ops)
+            let before = try snapshot(store, [ops, store.errorTableName, store.configTableName])
+            let error = try expectThrows(code: .full, "appending when id Int64.max is taken") {
+                _ = try store.appendOperation(table: "T", itemId: "b")
+            }
+            try expect(error.message.contains(ops), "the error names \(ops): \(error.message)")
+            try expectEqual(error.table, ops, "the error's table")
+            try expectUnchanged(store, before, "a refused append")
+            try store.removeOperation(id: .max)
+            try expectEqual(try store.appendOperation(table: "T", itemId: "c").id, 2, "appending works again below the maximum")
+
+            try store.upsert(
+                [["id": .string(TableConfigEntry.operationIdHighWaterId), "value": "garbage"]], into: store.configTableName)
+            let before2 = try snapshot(store, [ops, store.errorTableName, store.configTableName])
+            let damaged = try expectThrows(code: .corrupt, "a damaged high-water mark") {
+                _ = try store.appendOperation(table: "T", itemId: "d")
+            }
+            try expect(damaged.message.contains("garbage") && damaged.message.contains(store.configTableName), "the error names the row and value: \(damaged.message)")
+            try expectUnchanged(store, before2, "an append refused for a damaged mark")
         }
     }
 

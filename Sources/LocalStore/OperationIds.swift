@@ -1,0 +1,53 @@
+import Foundation
+
+// Operation ids that strictly increase for the life of a store: a high-water mark kept in the config
+// table and written in the same transaction as every append.
+
+extension TableConfigEntry {
+    /// The key type of the entries LocalStore itself keeps in the config table (not a delta token: the
+    /// SDKs only read and delete entries of key type 0).
+    public static let localStoreKeyType: Int64 = 100
+
+    /// The id of the config row holding the highest operation id ever given out by
+    /// ``LocalStoreAccess/appendOperation(table:tableKind:itemId:properties:)``.
+    public static let operationIdHighWaterId = "localstore|operationIdHighWater"
+}
+
+extension LocalStoreAccess {
+    /// The highest operation id ever given out by `appendOperation` in this store (0 when none was),
+    /// read by primary key from the config table. A damaged value is a `corrupt` error naming the row.
+    public func operationIdHighWaterMark() throws -> Int64 {
+        let config = systemTableNames.config
+        guard let row = try read(table: config, id: .string(TableConfigEntry.operationIdHighWaterId)) else { return 0 }
+        let value = row["value"] ?? .null
+        guard let text = value.stringValue, let mark = Int64(text), mark >= 0 else {
+            throw LocalStoreError(
+                .corrupt,
+                "the operation id high-water mark in \(config) (row '\(TableConfigEntry.operationIdHighWaterId)') is \(value), not a non-negative integer",
+                table: config, column: "value")
+        }
+        return mark
+    }
+
+    /// The id the next appended operation gets: one more than both the largest id in the operations
+    /// table and the high-water mark. Must run inside the appending transaction.
+    func nextOperationId(_ tx: any LocalStoreTransaction) throws -> Int64 {
+        let ops = tx.systemTableNames.operations
+        let last = try tx.read(Query(ops, sort: [SortKey("id", .descending)], top: 1)).items.first
+        let base = max(last?["id"]?.intValue ?? 0, try tx.operationIdHighWaterMark())
+        guard base < Int64.max else {
+            throw LocalStoreError(
+                .full, "the operation ids of \(ops) are exhausted: id \(base) is in use or was given out, no larger id exists",
+                table: ops, column: "id")
+        }
+        return base + 1
+    }
+
+    /// Records `id` as the highest operation id given out. Must run inside the appending transaction.
+    func recordOperationIdHighWater(_ id: Int64, _ tx: any LocalStoreTransaction) throws {
+        let entry = TableConfigEntry(
+            id: TableConfigEntry.operationIdHighWaterId, table: "", key: "operationIdHighWater",
+            keyType: TableConfigEntry.localStoreKeyType, value: String(id))
+        try tx.upsert([entry.item], into: tx.systemTableNames.config, options: .strict)
+    }
+}
