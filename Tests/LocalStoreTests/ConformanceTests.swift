@@ -84,6 +84,12 @@ struct ConformanceTests {
         "removeOperationRemovesItsErrors",
         "operationErrorsRecordListClear",
         "deltaTokens",
+        "queueCollapseTable",
+        "queueCollapseUsesNewestOperation",
+        "queueLostEditRace",
+        "queueRecordLayout",
+        "queueEnqueueValidation",
+        "queuePushHelpers",
         "predicateHandWrittenExpectations",
         "invalidQueriesAreRejected",
         "deleteMatchingHonoursQuery",
@@ -200,6 +206,15 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func removeOperationRemovesItsErrors(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func operationErrorsRecordListClear(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func deltaTokens(_ backend: StoreFactory) throws { try runCheck(backend) }
+
+    // MARK: Typed operation queue
+
+    @Test(arguments: Backends.all) func queueCollapseTable(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func queueCollapseUsesNewestOperation(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func queueLostEditRace(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func queueRecordLayout(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func queueEnqueueValidation(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func queuePushHelpers(_ backend: StoreFactory) throws { try runCheck(backend) }
 
     // MARK: Queries and paging
 

@@ -1,0 +1,384 @@
+import Foundation
+
+// The typed operation queue: kinds, the SDKs' collapse rules, versions and compare-and-remove, built
+// only on the `LocalStoreAccess` protocol so every backend (also a third-party one) gets it.
+// docs/semantics.md, "The typed operation queue", describes the design.
+
+/// The kind of a queued operation, with the iOS SDK's `MSTableOperationTypes` values (the `type` of
+/// the operation's `properties` JSON).
+public enum OperationKind: Int64, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// Create the item on the server.
+    case insert = 0
+    /// Replace the item on the server.
+    case update = 1
+    /// Delete the item on the server (the operation carries a snapshot of the item).
+    case delete = 2
+
+    /// `insert`, `update` or `delete`.
+    public var description: String {
+        switch self {
+        case .insert: return "insert"
+        case .update: return "update"
+        case .delete: return "delete"
+        }
+    }
+
+    /// Reads a kind from its number or, leniently, from its name (`"insert"`, as the JS SDK writes it).
+    public init?(_ json: JSON) {
+        switch json {
+        case .int(let n): self.init(rawValue: n)
+        case .string(let s):
+            guard let k = OperationKind.allCases.first(where: { $0.description == ASCII.lowercased(s) }) else { return nil }
+            self = k
+        default: return nil
+        }
+    }
+}
+
+/// One operation of the queue with its `properties` decoded.
+///
+/// `properties` is the iOS SDK's JSON layout, `{"type":N}` or `{"type":2,"item":{…}}` for a delete,
+/// plus two keys of this package: `"version"` (the operation's version, 1 when absent) and `"state"`
+/// (1 while a push has the operation in flight, 0 or absent otherwise). Other keys are kept as they are.
+public struct QueuedOperation: Sendable, Hashable {
+    /// The operation's id (its position in the queue).
+    public var id: Int64
+    /// The user table.
+    public var table: String
+    /// The kind of table (0 for a table).
+    public var tableKind: Int
+    /// The item's id.
+    public var itemId: String
+    /// What the push sends.
+    public var kind: OperationKind
+    /// For a delete, the item as it was when deleted (JSON, as the SDK stores it); `nil` otherwise.
+    public var item: JSON?
+    /// Incremented every time the operation changes (a collapse, a resolution); a push that sent
+    /// version `v` may remove the operation only while it still has version `v`.
+    public var version: Int64
+    /// Whether a push has the operation in flight (see ``LocalStoreAccess/beginPush(after:)``).
+    public var isInFlight: Bool
+    /// Keys of `properties` other than `type`, `item`, `version` and `state`, kept on rewrite.
+    public var extraProperties: [String: JSON]
+
+    /// Creates an operation.
+    public init(
+        id: Int64, table: String, tableKind: Int = 0, itemId: String, kind: OperationKind, item: JSON? = nil, version: Int64 = 1,
+        isInFlight: Bool = false, extraProperties: [String: JSON] = [:]
+    ) {
+        self.id = id
+        self.table = table
+        self.tableKind = tableKind
+        self.itemId = itemId
+        self.kind = kind
+        self.item = item
+        self.version = version
+        self.isInFlight = isInFlight
+        self.extraProperties = extraProperties
+    }
+
+    /// Decodes a row of the operations table; a `properties` value that is not the documented JSON is
+    /// a `corrupt` error naming the operation.
+    public init(_ record: TableOperation) throws {
+        func damaged(_ why: String) -> LocalStoreError {
+            LocalStoreError(
+                .corrupt, "operation #\(record.id) (\(record.table)/\(record.itemId)) has damaged properties: \(why)", column: "properties")
+        }
+        let json: JSON
+        do { json = try JSON(parsing: record.properties) } catch { throw damaged("not JSON (\(record.properties.count) bytes)") }
+        guard case .object(var members) = json else { throw damaged("not a JSON object") }
+        guard let typeValue = members.removeValue(forKey: "type"), let kind = OperationKind(typeValue) else {
+            throw damaged("no operation type 0, 1 or 2")
+        }
+        var version: Int64 = 1
+        if let v = members.removeValue(forKey: "version") {
+            guard case .int(let n) = v else { throw damaged("version \(v.jsonText) is not an integer") }
+            version = n
+        }
+        var inFlight = false
+        if let s = members.removeValue(forKey: "state") {
+            guard case .int(let n) = s else { throw damaged("state \(s.jsonText) is not an integer") }
+            inFlight = n == 1
+        }
+        var item = members.removeValue(forKey: "item")
+        if item == .null { item = nil }
+        self.init(
+            id: record.id, table: record.table, tableKind: record.tableKind, itemId: record.itemId, kind: kind, item: item,
+            version: version, isInFlight: inFlight, extraProperties: members)
+    }
+
+    /// The operation's `properties` JSON (compact, keys sorted).
+    public var properties: JSON {
+        var members = extraProperties
+        members["type"] = .int(kind.rawValue)
+        if let item { members["item"] = item }
+        members["version"] = .int(version)
+        if isInFlight { members["state"] = .int(1) }
+        return .object(members)
+    }
+
+    /// The operation as a row of the operations table.
+    public var record: TableOperation {
+        TableOperation(id: id, table: table, tableKind: tableKind, itemId: itemId, properties: Array(properties.jsonText.utf8))
+    }
+}
+
+/// What ``LocalStoreAccess/enqueue(_:_:into:)`` did to the queue.
+public enum EnqueueOutcome: Sendable, Hashable {
+    /// A new operation was appended.
+    case added(QueuedOperation)
+    /// The item's pending operation absorbed the change (its kind unchanged, its version incremented).
+    case kept(QueuedOperation)
+    /// The item's pending update became a delete (same id, version incremented, item snapshot stored).
+    case changedToDelete(QueuedOperation)
+    /// A delete cancelled the item's pending insert: the operation (id given) and its errors are gone,
+    /// and nothing is sent.
+    case removed(operationId: Int64)
+
+    /// The operation now queued for the item, if any.
+    public var operation: QueuedOperation? {
+        switch self {
+        case .added(let op), .kept(let op), .changedToDelete(let op): return op
+        case .removed: return nil
+        }
+    }
+}
+
+/// What ``LocalStoreAccess/complete(_:serverItem:)`` did.
+public enum CompletionOutcome: Sendable, Hashable {
+    /// The operation had the pushed version and was removed with its errors.
+    case removed
+    /// The operation changed while it was pushed (shown here as it is now): it stays queued, no longer
+    /// in flight, and must be pushed again.
+    case changed(QueuedOperation)
+    /// No operation with that id is queued.
+    case missing
+}
+
+/// The collapse rules of the Azure Mobile Apps iOS SDK (`MSTableOperation condenseAction:`), as a
+/// pure function: what happens to the item's newest pending operation when a new local change arrives.
+public enum CollapseRule: Sendable, Hashable {
+    /// Append a new operation (no pending operation, or the pending one is in flight).
+    case addNew
+    /// Keep the pending operation as it is (its version is incremented).
+    case keep
+    /// Turn the pending update into a delete.
+    case toDelete
+    /// Remove the pending insert: nothing is sent.
+    case remove
+    /// The sequence is not allowed (an error; nothing changes).
+    case notSupported
+
+    /// The rule for `new` after `existing` (`nil`: no pending operation); an in-flight pending
+    /// operation turns every allowed result into ``addNew``.
+    public static func decide(existing: OperationKind?, inFlight: Bool, new: OperationKind) -> CollapseRule {
+        guard let existing else { return .addNew }
+        let rule: CollapseRule
+        switch (existing, new) {
+        case (.insert, .update), (.update, .update): rule = .keep
+        case (.insert, .delete): rule = .remove
+        case (.update, .delete): rule = .toDelete
+        case (.insert, .insert), (.update, .insert), (.delete, _): rule = .notSupported
+        }
+        return inFlight && rule != .notSupported ? .addNew : rule
+    }
+}
+
+extension LocalStoreAccess {
+    // MARK: Reading
+
+    /// Every queued operation decoded, in id order.
+    public func queuedOperations() throws -> [QueuedOperation] {
+        try pendingOperations().map(QueuedOperation.init)
+    }
+
+    /// The queued operations of one item (id matched case-insensitively), in id order.
+    public func queuedOperations(table: String, itemId: String) throws -> [QueuedOperation] {
+        try pendingOperations(table: table, itemId: itemId).map(QueuedOperation.init)
+    }
+
+    /// The operation with id `id`, decoded.
+    public func queuedOperation(id: Int64) throws -> QueuedOperation? {
+        try operation(id: id).map(QueuedOperation.init)
+    }
+
+    /// The first operation whose id is greater than `id` (0 for the head), decoded; one read.
+    public func nextOperation(after id: Int64 = 0) throws -> QueuedOperation? {
+        try operation(after: id).map(QueuedOperation.init)
+    }
+
+    // MARK: Enqueue
+
+    /// Writes a local change to `item` of `table` and queues its operation, in one transaction,
+    /// applying the SDKs' collapse rules (``CollapseRule``) against the item's newest pending operation.
+    ///
+    /// - insert: the row must not exist (`constraint`); an item without `id` gets an upper-case UUID.
+    /// - update: the row is upserted (merge).
+    /// - delete: the row is deleted; the operation stores the item (the stored row overlaid with `item`).
+    ///
+    /// A forbidden sequence (insert after insert or update, anything after a delete) is a `constraint`
+    /// error that changes nothing. Collapsing into an operation removes that operation's errors.
+    @discardableResult
+    public func enqueue(_ kind: OperationKind, _ item: Item, into table: String) throws -> EnqueueOutcome {
+        try write { tx in
+            let schema = try tx.queueTableSchema(table)
+            var item = item
+            let itemId: String
+            switch item.id {
+            case .string(let s)?:
+                itemId = s
+            case nil, .null?:
+                guard kind == .insert else {
+                    throw LocalStoreError(.missingId, "a \(kind) of an item of \(schema.name) needs the item's id", table: schema.name, column: "id")
+                }
+                itemId = UUID().uuidString
+                item.values = item.values.filter { ASCII.lowercased($0.key) != "id" }
+                item.values["id"] = .string(itemId)
+            case let other?:
+                throw LocalStoreError(
+                    .typeMismatch, "the id of an item of \(schema.name) must be a string, not \(other)", table: schema.name, column: "id")
+            }
+            guard !itemId.isEmpty else {
+                throw LocalStoreError(.invalidValue, "the id of an item of \(schema.name) must not be empty", table: schema.name, column: "id")
+            }
+            let existing = try tx.queuedOperations(table: schema.name, itemId: itemId).last
+            let rule = CollapseRule.decide(existing: existing?.kind, inFlight: existing?.isInFlight ?? false, new: kind)
+            if rule == .notSupported, let existing {
+                throw LocalStoreError(
+                    .constraint,
+                    "\(schema.name)/\(itemId): a \(kind) is not allowed while a\(existing.kind == .insert ? "n" : "") \(existing.kind) operation (#\(existing.id)) is queued for the item",
+                    table: schema.name)
+            }
+            // The item's row.
+            var snapshot: JSON? = nil
+            switch kind {
+            case .insert:
+                if try tx.read(table: schema.name, id: .string(itemId)) != nil {
+                    throw LocalStoreError(.constraint, "\(schema.name)/\(itemId): the item already exists", table: schema.name, column: "id")
+                }
+                try tx.upsert([item], into: schema.name, options: .strict)
+            case .update:
+                try tx.upsert([item], into: schema.name, options: .strict)
+            case .delete:
+                var full = try tx.read(table: schema.name, id: .string(itemId)) ?? Item()
+                for (key, value) in item {
+                    if let spelled = full.values.keys.first(where: { ASCII.lowercased($0) == ASCII.lowercased(key) }) {
+                        full.values.removeValue(forKey: spelled)
+                    }
+                    full.values[key] = value
+                }
+                snapshot = ItemJSON.object(full)
+                try tx.delete(ids: [.string(itemId)], from: schema.name)
+            }
+            // The queue.
+            switch (rule, existing) {
+            case (.keep, let op?):
+                var op = op
+                op.version += 1
+                try tx.rewrite(op)
+                return .kept(op)
+            case (.toDelete, let op?):
+                var op = op
+                op.kind = .delete
+                op.item = snapshot
+                op.version += 1
+                try tx.rewrite(op)
+                return .changedToDelete(op)
+            case (.remove, let op?):
+                try tx.removeOperation(id: op.id)
+                return .removed(operationId: op.id)
+            default:
+                let id = try nextOperationId(tx)
+                let op = QueuedOperation(id: id, table: schema.name, itemId: itemId, kind: kind, item: snapshot)
+                try tx.upsert([op.record.item], into: tx.systemTableNames.operations, options: .strict)
+                try recordOperationIdHighWater(id, tx)
+                return .added(op)
+            }
+        }
+    }
+
+    // MARK: Push
+
+    /// Marks the first operation after `id` (0 for the head) as in flight and returns it, in one
+    /// transaction: a push calls this, sends the operation, then ``complete(_:serverItem:)``. While
+    /// an operation is in flight, new changes to its item are queued as new operations instead of
+    /// collapsing into it. After a crash, ``releaseInFlightOperations()`` clears the marks.
+    public func beginPush(after id: Int64 = 0) throws -> QueuedOperation? {
+        try write { tx in
+            guard var op = try tx.nextOperation(after: id) else { return nil }
+            if !op.isInFlight {
+                op.isInFlight = true
+                try tx.rewrite(op)
+            }
+            return op
+        }
+    }
+
+    /// The item a push sends for `op`: the item's row for an insert or update (`nil` when the row is
+    /// gone), the stored snapshot for a delete (converted with the table's schema).
+    public func pushItem(for op: QueuedOperation) throws -> Item? {
+        switch op.kind {
+        case .insert, .update: return try read(table: op.table, id: .string(op.itemId))
+        case .delete: return op.item.flatMap { ItemJSON.item($0, schema: try? schema(of: op.table)) }
+        }
+    }
+
+    /// Removes `op` with its errors if it still has the version that was pushed; otherwise keeps it
+    /// (no longer in flight) and returns it as it is now. One transaction.
+    ///
+    /// With `serverItem` (the server's answer to an insert or update) the item's row is updated with
+    /// it, unknown columns ignored, but only when no other operation is queued for the item (a newer
+    /// local change wins), as the iOS SDK does.
+    @discardableResult
+    public func complete(_ op: QueuedOperation, serverItem: Item? = nil) throws -> CompletionOutcome {
+        try write { tx in
+            guard var current = try tx.queuedOperation(id: op.id) else { return .missing }
+            guard current.version == op.version, current.kind == op.kind else {
+                if current.isInFlight {
+                    current.isInFlight = false
+                    try tx.rewrite(current)
+                }
+                return .changed(current)
+            }
+            try tx.removeOperation(id: current.id)
+            if let serverItem, current.kind != .delete, try tx.pendingOperations(table: current.table, itemId: current.itemId).isEmpty {
+                try tx.upsert([serverItem], into: current.table, options: .ignoringUnknownColumns)
+            }
+            return .removed
+        }
+    }
+
+    /// Clears the in-flight mark of every operation (after a crash, or when a push is abandoned).
+    /// Returns how many operations were marked.
+    @discardableResult
+    public func releaseInFlightOperations() throws -> Int {
+        try write { tx in
+            var n = 0
+            for var op in try tx.queuedOperations() where op.isInFlight {
+                op.isInFlight = false
+                try tx.rewrite(op)
+                n += 1
+            }
+            return n
+        }
+    }
+
+    // MARK: Helpers
+
+    /// Writes `op`'s row (same id).
+    func rewrite(_ op: QueuedOperation) throws {
+        try upsert([op.record.item], into: systemTableNames.operations, options: .strict)
+    }
+
+    /// The schema of a user table the queue may hold operations for.
+    func queueTableSchema(_ table: String) throws -> TableSchema {
+        guard let schema = try schema(of: table) else { throw LocalStoreError.unknownTable(table) }
+        guard !systemTableNames.isReserved(schema.name) else {
+            throw LocalStoreError(.reservedName, "'\(schema.name)' is a system table; operations are queued for user tables", table: schema.name)
+        }
+        guard schema.idType == .string else {
+            throw LocalStoreError(.unsupported, "the queue needs string ids; \(schema.name).id is \(schema.idType)", table: schema.name, column: "id")
+        }
+        return schema
+    }
+}
