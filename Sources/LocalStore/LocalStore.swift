@@ -210,30 +210,8 @@ extension LocalStoreAccess {
 
     // MARK: Config and delta tokens
 
-    static func deltaTokenId(table: String, queryId: String) -> String { "deltaToken|\(table)|\(queryId)" }
-
-    /// The delta token stored for `(table, queryId)`, or `nil`.
-    public func deltaToken(table: String, queryId: String) throws -> Date? {
-        let p: QueryPredicate = Field("table") == .literal(.string(table)) && Field("key") == .literal(.string(queryId))
-            && Field("keyType") == .literal(.int(TableConfigEntry.deltaTokenKeyType))
-        guard let item = try read(Query(configTableName, where: p, top: 1)).items.first,
-            let text = item["value"]?.stringValue
-        else { return nil }
-        return DeltaTokenFormat.date(from: text)
-    }
-
-    /// Stores the delta token for `(table, queryId)` (millisecond precision).
-    public func setDeltaToken(_ date: Date, table: String, queryId: String) throws {
-        let entry = TableConfigEntry(
-            id: Self.deltaTokenId(table: table, queryId: queryId), table: table, key: queryId,
-            keyType: TableConfigEntry.deltaTokenKeyType, value: DeltaTokenFormat.string(from: date))
-        try upsert([entry.item], into: configTableName, options: .strict)
-    }
-
-    /// Removes the delta token for `(table, queryId)`.
-    public func removeDeltaToken(table: String, queryId: String) throws {
-        try delete(ids: [.string(Self.deltaTokenId(table: table, queryId: queryId))], from: configTableName)
-    }
+    // deltaToken(table:queryId:), setDeltaToken, removeDeltaToken, deltaTokens(table:),
+    // removeDeltaTokens(table:) and migrateDeltaTokenRows() are in DeltaTokens.swift.
 
     /// Every config entry, ordered by table then key.
     public func configEntries() throws -> [TableConfigEntry] {

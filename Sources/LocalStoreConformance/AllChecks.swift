@@ -62,6 +62,8 @@ extension ConformanceSuite {
         ConformanceCheck(name: "removeOperationRemovesItsErrors", removeOperationRemovesItsErrors),
         ConformanceCheck(name: "operationErrorsRecordListClear", operationErrorsRecordListClear),
         ConformanceCheck(name: "deltaTokens", deltaTokens),
+        ConformanceCheck(name: "deltaTokenKeys", deltaTokenKeys),
+        ConformanceCheck(name: "deltaTokenMigration", deltaTokenMigration),
         ConformanceCheck(name: "queueCollapseTable", queueCollapseTable),
         ConformanceCheck(name: "queueCollapseUsesNewestOperation", queueCollapseUsesNewestOperation),
         ConformanceCheck(name: "queueLostEditRace", queueLostEditRace),

@@ -138,8 +138,18 @@ struct HostileValuesTests {
             #expect(try store.read(Query("Inj", where: Field("text") == .literal(.string(hostile)))).items.map(\.stringId) == [hostile])
             _ = try store.appendOperation(table: hostile, itemId: hostile, properties: Array(hostile.utf8))
             #expect(try store.pendingOperations(table: hostile, itemId: hostile).count == 1)
-            try store.setDeltaToken(Date(timeIntervalSince1970: 1_700_000_000), table: hostile, queryId: hostile)
-            #expect(try store.deltaToken(table: hostile, queryId: hostile) == Date(timeIntervalSince1970: 1_700_000_000))
+            // As a delta token's table: only a valid table name; as its query id: verbatim unless it
+            // holds a control character.
+            let tokenTable = Identifier.isValid(hostile) ? hostile : "Inj"
+            if !Identifier.isValid(hostile) {
+                #expect(errorCode { try store.setDeltaToken(Date(), table: hostile, queryId: "q") } == .invalidIdentifier, "\(name): \(hostile)")
+            }
+            if hostile.unicodeScalars.contains(where: { $0.value < 0x20 }) {
+                #expect(errorCode { try store.setDeltaToken(Date(), table: tokenTable, queryId: hostile) } == .invalidValue, "\(name): \(hostile)")
+            } else {
+                try store.setDeltaToken(Date(timeIntervalSince1970: 1_700_000_000), table: tokenTable, queryId: hostile)
+                #expect(try store.deltaToken(table: tokenTable, queryId: hostile) == Date(timeIntervalSince1970: 1_700_000_000))
+            }
         }
         // Nothing was dropped, attached or rewritten: exactly the rows written.
         let tables = (["Inj"] + legalNames).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
@@ -234,7 +244,12 @@ struct HostileValuesTests {
             try store.upsert(
                 [["id": .string("deltaToken|T|q\(n)"), "table": "T", "key": .string("q\(n)"), "keyType": 0, "value": .string(text)]],
                 into: store.configTableName)
-            _ = try store.deltaToken(table: "T", queryId: "q\(n)")
+            // A timestamp (any number of fraction digits) or a `corrupt` error naming the token.
+            do {
+                _ = try store.deltaToken(table: "T", queryId: "q\(n)")
+            } catch let error as LocalStoreError {
+                #expect(error.code == .corrupt && error.message.contains("'q\(n)'"), "\(name): \(text): \(error)")
+            }
             #expect(throws: Never.self) { _ = DeltaTokenFormat.date(from: text) }
             let filter = "updatedAt gt datetimeoffset'\(text)'"
             do { _ = try OData.parseFilter(filter) } catch is LocalStoreError {}

@@ -84,6 +84,8 @@ struct ConformanceTests {
         "removeOperationRemovesItsErrors",
         "operationErrorsRecordListClear",
         "deltaTokens",
+        "deltaTokenKeys",
+        "deltaTokenMigration",
         "queueCollapseTable",
         "queueCollapseUsesNewestOperation",
         "queueLostEditRace",
@@ -206,6 +208,8 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func removeOperationRemovesItsErrors(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func operationErrorsRecordListClear(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func deltaTokens(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func deltaTokenKeys(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func deltaTokenMigration(_ backend: StoreFactory) throws { try runCheck(backend) }
 
     // MARK: Typed operation queue
 

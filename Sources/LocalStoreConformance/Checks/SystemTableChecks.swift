@@ -294,9 +294,9 @@ extension ConformanceSuite {
             try store.setDeltaToken(precise, table: "TodoItem", queryId: "all")
             let read = try unwrap(try store.deltaToken(table: "TodoItem", queryId: "all"), "token after set")
             try expectEqual((read.timeIntervalSince1970 * 1000).rounded(), 1_234_567_890_123, "millisecond precision (truncated)")
-            let row = try unwrap(try store.read(table: store.configTableName, id: "deltaToken|TodoItem|all"), "the config row")
+            let row = try unwrap(try store.read(table: store.configTableName, id: "deltaToken|todoitem|616C6C"), "the config row")
             try expectIdentical(
-                row, ["id": "deltaToken|TodoItem|all", "table": "TodoItem", "key": "all", "keyType": 0, "value": "2009-02-13T23:31:30.123Z"],
+                row, ["id": "deltaToken|todoitem|616C6C", "table": "TodoItem", "key": "all", "keyType": 0, "value": "2009-02-13T23:31:30.123Z"],
                 "the stored config row")
 
             try store.setDeltaToken(Date(timeIntervalSince1970: 1_700_000_000.5), table: "TodoItem", queryId: "incomplete")
@@ -308,7 +308,9 @@ extension ConformanceSuite {
             try store.setDeltaToken(Date(timeIntervalSince1970: 1_800_000_000), table: "TodoItem", queryId: "all")
             try expectEqual(try store.deltaToken(table: "TodoItem", queryId: "all"), Date(timeIntervalSince1970: 1_800_000_000), "overwritten")
             try expectEqual(try store.count(store.configTableName), 3, "one row per (table, query id)")
-            try expectEqual(try store.configEntries().map(\.id), ["deltaToken|Other|all", "deltaToken|TodoItem|all", "deltaToken|TodoItem|incomplete"], "configEntries()")
+            try expectEqual(
+                try store.configEntries().map(\.id),
+                ["deltaToken|other|616C6C", "deltaToken|todoitem|616C6C", "deltaToken|todoitem|696E636F6D706C657465"], "configEntries()")
 
             try store.removeDeltaToken(table: "TodoItem", queryId: "all")
             try expectNil(try store.deltaToken(table: "TodoItem", queryId: "all"), "removed")
@@ -316,6 +318,95 @@ extension ConformanceSuite {
             try store.removeDeltaToken(table: "TodoItem", queryId: "all")
             try store.removeDeltaToken(table: "Nope", queryId: "none")
             try expectEqual(try store.count(store.configTableName), 2, "removing absent tokens is fine")
+        }
+    }
+
+    /// Delta token keys: the pair is validated (table name rule; query id 1...255 bytes, no control
+    /// characters, `|` allowed); pairs that collided under the old `deltaToken|table|queryId` id —
+    /// `("a|b", "c")` written by other code and `("a", "b|c")`, or query ids differing only in case —
+    /// keep both tokens; table names match case-insensitively; a damaged value is `corrupt` naming the
+    /// table and query id; one row per pair even when other code wrote it under another id.
+    public static func deltaTokenKeys(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            let config = store.configTableName
+            let before = try snapshot(store, [config])
+            let invalid: [(String, String, LocalStoreError.Code)] = [
+                ("TodoItem", "", .invalidValue), ("not a table|x", "q", .invalidIdentifier), ("", "q", .invalidIdentifier),
+                ("TodoItem", "tab\there", .invalidValue), ("TodoItem", "nul\u{0}", .invalidValue), ("TodoItem", String(repeating: "q", count: 256), .invalidValue),
+                ("a|b", "c", .invalidIdentifier),
+            ]
+            for (table, queryId, code) in invalid {
+                try expectThrows(code: code, "setDeltaToken(\(table), \(queryId))") { try store.setDeltaToken(Date(), table: table, queryId: queryId) }
+                try expectThrows(code: code, "deltaToken(\(table), \(queryId))") { _ = try store.deltaToken(table: table, queryId: queryId) }
+                try expectThrows(code: code, "removeDeltaToken(\(table), \(queryId))") { try store.removeDeltaToken(table: table, queryId: queryId) }
+            }
+            try expectUnchanged(store, before, "refused token calls")
+            try store.setDeltaToken(date(1), table: "TodoItem", queryId: String(repeating: "é", count: 127))
+
+            // The colliding pair: ("a|b", "c") written by other code under the old id, then ("a", "b|c").
+            try store.upsert([TableConfigEntry(id: "deltaToken|a|b|c", table: "a|b", key: "c", keyType: 0, value: "2020-01-01T00:00:00.000Z").item], into: config)
+            try store.setDeltaToken(date(2), table: "a", queryId: "b|c")
+            try expectEqual(try store.deltaToken(table: "a", queryId: "b|c"), date(2), "(a, b|c)")
+            try expectEqual(
+                try store.read(table: config, id: "deltaToken|a|b|c")?["value"], "2020-01-01T00:00:00.000Z", "the other pair's row is kept")
+            // Query ids differing in case; table names in any case.
+            try store.setDeltaToken(date(3), table: "TodoItem", queryId: "all")
+            try store.setDeltaToken(date(4), table: "TodoItem", queryId: "ALL")
+            try expectEqual(try store.deltaToken(table: "todoitem", queryId: "all"), date(3), "all")
+            try expectEqual(try store.deltaToken(table: "TODOITEM", queryId: "ALL"), date(4), "ALL")
+            try expectEqual(try store.deltaTokens(table: "TodoItem").count, 3, "three tokens of TodoItem")
+
+            // Written by other code under its own id (the iOS SDK uses a GUID): read, then replaced.
+            try store.upsert([TableConfigEntry(id: "3F2504E0-4F89-11D3-9A0C-0305E82C3301", table: "Notes", key: "q", keyType: 0, value: "2021-05-06T07:08:09.010Z").item], into: config)
+            try expectEqual(try store.deltaToken(table: "Notes", queryId: "q"), DeltaTokenFormat.date(from: "2021-05-06T07:08:09.010Z"), "a row under another id")
+            try store.setDeltaToken(date(5), table: "Notes", queryId: "q")
+            try expectEqual(try store.count(config, where: Field("table") == "Notes"), 1, "one row per pair after setDeltaToken")
+            try expectEqual(try store.deltaToken(table: "Notes", queryId: "q"), date(5), "the new value")
+            // A key of another type is not a token.
+            try store.upsert([TableConfigEntry(id: "setting", table: "Notes", key: "q", keyType: 1, value: "x").item], into: config)
+            try expectEqual(try store.deltaToken(table: "Notes", queryId: "q"), date(5), "other key types are ignored")
+
+            // Damaged values.
+            for (n, bad) in ["garbage", "", "2026-13-01T00:00:00Z"].enumerated() {
+                try store.upsert([["id": .string(DeltaTokenKey.rowId(table: "Damaged", queryId: "q\(n)")), "table": "Damaged", "key": .string("q\(n)"), "keyType": 0, "value": .string(bad)]], into: config)
+                let error = try expectThrows(code: .corrupt, "value \(bad)") { _ = try store.deltaToken(table: "Damaged", queryId: "q\(n)") }
+                try expect(error.message.contains("Damaged") && error.message.contains("'q\(n)'"), "the error names table and query id: \(error.message)")
+            }
+            try store.upsert([["id": "other-null", "table": "Damaged", "key": "qn", "keyType": 0, "value": nil]], into: config)
+            try expectThrows(code: .corrupt, "a null value") { _ = try store.deltaToken(table: "Damaged", queryId: "qn") }
+            try expectThrows(code: .corrupt, "listing damaged tokens") { _ = try store.deltaTokens(table: "Damaged") }
+
+            // List and remove all tokens of a table.
+            try expectEqual(try store.deltaTokens(table: "todoITEM"), ["all": date(3), "ALL": date(4), String(repeating: "é", count: 127): date(1)], "deltaTokens(table:)")
+            try expectEqual(try store.removeDeltaTokens(table: "Damaged"), 4, "the four damaged rows removed")
+            try expectEqual(try store.removeDeltaTokens(table: "TodoItem"), 3, "three removed")
+            try expectEqual(try store.deltaTokens(table: "TodoItem"), [:], "none left")
+            try expectEqual(try store.deltaTokens(table: "Notes"), ["q": date(5)], "other tables keep theirs")
+            try expectEqual(try store.read(table: config, id: "setting")?["value"], "x", "other key types are kept")
+        }
+    }
+
+    /// `migrateDeltaTokenRows()` moves rows stored under other ids (this package's old
+    /// `deltaToken|table|queryId`, SDK GUIDs) to their row ids in one transaction, merging duplicates
+    /// into the earliest timestamp, leaving rows with invalid pairs alone.
+    public static func deltaTokenMigration(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            let config = store.configTableName
+            let rows = [
+                TableConfigEntry(id: "deltaToken|TodoItem|all", table: "TodoItem", key: "all", keyType: 0, value: "2022-01-01T00:00:00.000Z"),
+                TableConfigEntry(id: "GUID-1", table: "todoitem", key: "all", keyType: 0, value: "2021-01-01T00:00:00.000Z"),
+                TableConfigEntry(id: "deltaToken|TodoItem|mine", table: "TodoItem", key: "mine", keyType: 0, value: "2023-01-01T00:00:00.000Z"),
+                TableConfigEntry(id: "deltaToken|a|b|c", table: "a|b", key: "c", keyType: 0, value: "2020-01-01T00:00:00.000Z"),
+                TableConfigEntry(id: "setting", table: "TodoItem", key: "all", keyType: 1, value: "x"),
+            ]
+            try store.upsert(rows.map(\.item), into: config)
+            try expectEqual(try store.migrateDeltaTokenRows(), 3, "three rows moved or merged")
+            try expectEqual(
+                try store.configEntries().map(\.id).sorted(),
+                ["deltaToken|a|b|c", "deltaToken|todoitem|616C6C", "deltaToken|todoitem|6D696E65", "setting"].sorted(), "the rows after migration")
+            try expectEqual(try store.deltaToken(table: "TodoItem", queryId: "all"), DeltaTokenFormat.date(from: "2021-01-01T00:00:00.000Z"), "the earliest of the duplicates")
+            try expectEqual(try store.deltaToken(table: "TodoItem", queryId: "mine"), DeltaTokenFormat.date(from: "2023-01-01T00:00:00.000Z"), "moved")
+            try expectEqual(try store.migrateDeltaTokenRows(), 0, "nothing left to migrate")
         }
     }
 }
