@@ -70,6 +70,7 @@ extension ConformanceSuite {
         ConformanceCheck(name: "queueRecordLayout", queueRecordLayout),
         ConformanceCheck(name: "queueEnqueueValidation", queueEnqueueValidation),
         ConformanceCheck(name: "queuePushHelpers", queuePushHelpers),
+        ConformanceCheck(name: "pushErrorsAndResolutions", pushErrorsAndResolutions),
         ConformanceCheck(name: "predicateHandWrittenExpectations", predicateHandWrittenExpectations),
         ConformanceCheck(name: "invalidQueriesAreRejected", invalidQueriesAreRejected),
         ConformanceCheck(name: "deleteMatchingHonoursQuery", deleteMatchingHonoursQuery),

@@ -92,6 +92,7 @@ struct ConformanceTests {
         "queueRecordLayout",
         "queueEnqueueValidation",
         "queuePushHelpers",
+        "pushErrorsAndResolutions",
         "predicateHandWrittenExpectations",
         "invalidQueriesAreRejected",
         "deleteMatchingHonoursQuery",
@@ -219,6 +220,7 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func queueRecordLayout(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func queueEnqueueValidation(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func queuePushHelpers(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func pushErrorsAndResolutions(_ backend: StoreFactory) throws { try runCheck(backend) }
 
     // MARK: Queries and paging
 
