@@ -71,6 +71,8 @@ extension ConformanceSuite {
         ConformanceCheck(name: "queueEnqueueValidation", queueEnqueueValidation),
         ConformanceCheck(name: "queuePushHelpers", queuePushHelpers),
         ConformanceCheck(name: "pushErrorsAndResolutions", pushErrorsAndResolutions),
+        ConformanceCheck(name: "pulledPageRules", pulledPageRules),
+        ConformanceCheck(name: "purgeRules", purgeRules),
         ConformanceCheck(name: "predicateHandWrittenExpectations", predicateHandWrittenExpectations),
         ConformanceCheck(name: "invalidQueriesAreRejected", invalidQueriesAreRejected),
         ConformanceCheck(name: "deleteMatchingHonoursQuery", deleteMatchingHonoursQuery),

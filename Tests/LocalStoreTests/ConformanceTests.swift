@@ -93,6 +93,8 @@ struct ConformanceTests {
         "queueEnqueueValidation",
         "queuePushHelpers",
         "pushErrorsAndResolutions",
+        "pulledPageRules",
+        "purgeRules",
         "predicateHandWrittenExpectations",
         "invalidQueriesAreRejected",
         "deleteMatchingHonoursQuery",
@@ -221,6 +223,8 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func queueEnqueueValidation(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func queuePushHelpers(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pushErrorsAndResolutions(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func pulledPageRules(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func purgeRules(_ backend: StoreFactory) throws { try runCheck(backend) }
 
     // MARK: Queries and paging
 
