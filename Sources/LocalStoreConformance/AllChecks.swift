@@ -73,6 +73,7 @@ extension ConformanceSuite {
         ConformanceCheck(name: "pushErrorsAndResolutions", pushErrorsAndResolutions),
         ConformanceCheck(name: "pulledPageRules", pulledPageRules),
         ConformanceCheck(name: "purgeRules", purgeRules),
+        ConformanceCheck(name: "pullQueryStringRoundTrip", pullQueryStringRoundTrip),
         ConformanceCheck(name: "predicateHandWrittenExpectations", predicateHandWrittenExpectations),
         ConformanceCheck(name: "invalidQueriesAreRejected", invalidQueriesAreRejected),
         ConformanceCheck(name: "deleteMatchingHonoursQuery", deleteMatchingHonoursQuery),

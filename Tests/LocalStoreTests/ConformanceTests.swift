@@ -95,6 +95,7 @@ struct ConformanceTests {
         "pushErrorsAndResolutions",
         "pulledPageRules",
         "purgeRules",
+        "pullQueryStringRoundTrip",
         "predicateHandWrittenExpectations",
         "invalidQueriesAreRejected",
         "deleteMatchingHonoursQuery",
@@ -225,6 +226,7 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func pushErrorsAndResolutions(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pulledPageRules(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func purgeRules(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func pullQueryStringRoundTrip(_ backend: StoreFactory) throws { try runCheck(backend) }
 
     // MARK: Queries and paging
 

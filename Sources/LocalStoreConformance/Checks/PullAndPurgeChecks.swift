@@ -108,3 +108,51 @@ extension ConformanceSuite {
         }
     }
 }
+
+extension ConformanceSuite {
+    /// A pull's query string read back (``PullRequest/parse(_:table:)``) selects exactly the rows the
+    /// original query selects, page by page with the explicit `$skip`, and renders to the same text.
+    public static func pullQueryStringRoundTrip(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(queueSchema)
+            let base = Date(timeIntervalSince1970: 1_700_000_000)
+            var rows: [Item] = []
+            for k in 0..<30 {
+                let text: String = k % 3 == 0 ? "it's a&b" : "plain \(k)"
+                let updated: Date = base.addingTimeInterval(Double(k / 2))
+                var row = Item()
+                row["id"] = .string("p\(k)")
+                row["text"] = .string(text)
+                row["n"] = .int(Int64(k % 7))
+                row["updatedAt"] = .date(updated)
+                rows.append(row)
+            }
+            try store.upsert(rows, into: "QItem")
+            let token = base.addingTimeInterval(4)
+            let queries = [
+                PullRequest.incremental(Query("QItem", top: 4), since: token),
+                PullRequest.incremental(Query("QItem", where: Field("text").contains("a&b") || Field("n") >= 5, top: 3), since: nil),
+                Query("QItem", where: Field("n").isIn([1, 2]), sort: [SortKey("n", .descending)], top: 5),
+            ]
+            for original in queries {
+                var skip = 0
+                var pages = 0
+                while pages < 20 {
+                    var q = original
+                    q.skip = skip
+                    let request = PullRequest(query: q, parameters: [.init("tenant", "a'b")])
+                    let text = try request.queryString()
+                    try expect(text.contains("$skip=\(skip)"), "an explicit $skip: \(text)")
+                    let parsed = try PullRequest.parse(text, table: "QItem")
+                    try expectEqual(try parsed.queryString(), text, "render → parse → render")
+                    let expected = try store.read(q).items
+                    try expectEqual(try store.read(parsed.query).items, expected, "the parsed query's rows: \(text)")
+                    if expected.isEmpty { break }
+                    skip += expected.count
+                    pages += 1
+                }
+                try expect(pages >= 2, "at least two pages for \(original)")
+            }
+        }
+    }
+}

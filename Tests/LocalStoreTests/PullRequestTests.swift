@@ -1,0 +1,63 @@
+import Foundation
+import LocalStore
+import Testing
+
+@Suite("Pull query strings")
+struct PullRequestTests {
+    @Test("the first page: explicit $skip=0, __includeDeleted=true, user parameters verbatim")
+    func firstPage() throws {
+        let q = PullRequest.incremental(Query("TodoItem", where: Field("complete") == false, top: 50), since: nil)
+        let request = PullRequest(query: q, parameters: [.init("key1", "someValue"), .init("key2", "14")])
+        #expect(
+            try request.queryString()
+                == "$filter=(complete%20eq%20false%20and%20updatedAt%20ge%20datetimeoffset'1970-01-01T00:00:00.000Z')&$orderby=updatedAt%20asc&$skip=0&$top=50&__includeDeleted=true&key1=someValue&key2=14"
+        )
+        var next = request
+        next.query.skip = 50
+        #expect(try next.queryString().contains("&$skip=50&$top=50&"))
+        let plain = PullRequest(query: Query("TodoItem"), includeDeleted: false)
+        #expect(try plain.queryString() == "$skip=0")
+        let token = Date(timeIntervalSince1970: 1_700_000_000)
+        #expect(
+            try PullRequest(query: PullRequest.incremental(Query("TodoItem", top: 50), since: token), parameters: [.init("tenant", "7")]).queryString()
+                == "$filter=updatedAt%20ge%20datetimeoffset'2023-11-14T22:13:20.000Z'&$orderby=updatedAt%20asc&$skip=0&$top=50&__includeDeleted=true&tenant=7")
+    }
+
+    static let requests: [PullRequest] = [
+        PullRequest(query: Query("T")),
+        PullRequest(query: Query("T", skip: 100, top: 0), includeDeleted: false),
+        PullRequest(
+            query: Query("T", where: Field("text").contains("a&b=c d'e") || Field("n") > 3, sort: [SortKey("n", .descending)], skip: 7, top: 10,
+                select: ["text", "n"], includeTotalCount: true),
+            parameters: [.init("a", ""), .init("x.y", "1,2;3"), .init("a", "again"), .init("key%20", "%41")]),
+        PullRequest(query: PullRequest.incremental(Query("T", where: Field("n").isIn([1, 2])), since: Date(timeIntervalSince1970: 1.5)), parameters: [.init("p", "q")]),
+    ]
+
+    @Test("render → parse → render is the identity", arguments: requests)
+    func roundTrip(_ request: PullRequest) throws {
+        let text = try request.queryString()
+        let parsed = try PullRequest.parse(text, table: "T")
+        #expect(try parsed.queryString() == text)
+        #expect(parsed.parameters == request.parameters)
+        #expect(parsed.includeDeleted == request.includeDeleted)
+        #expect(parsed.query.skip == request.query.skip)
+        #expect(parsed.query.top == request.query.top)
+    }
+
+    @Test("a parameter that cannot be sent verbatim is invalidQuery naming it")
+    func badParameters() throws {
+        let bad: [PullRequest.Parameter] = [
+            .init("", "x"), .init("$filter", "x"), .init("__includeDeleted", "false"), .init("__INCLUDEDELETED", "x"), .init("a&b", "x"),
+            .init("a=b", "x"), .init("a", "b&c"), .init("a", "b c"), .init("a", "b#c"), .init("a\u{0}", "x"), .init("a", "line\nbreak"),
+        ]
+        for p in bad {
+            let request = PullRequest(query: Query("T"), parameters: [p])
+            let error = try #require(throws: LocalStoreError.self) { try request.queryString() }
+            #expect(error.code == .invalidQuery)
+            #expect(error.message.contains(p.name.isEmpty ? "\"\"" : String(p.name.prefix(1))), "\(error.message)")
+        }
+        #expect(throws: LocalStoreError.self) { try PullRequest.parse("__includeDeleted=maybe", table: "T") }
+        #expect(throws: LocalStoreError.self) { try PullRequest.parse("$bogus=1", table: "T") }
+        #expect(throws: LocalStoreError.self) { try PullRequest.parse("a b=1", table: "T") }
+    }
+}
