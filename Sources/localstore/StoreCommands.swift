@@ -52,13 +52,23 @@ struct Inspect: ParsableCommand {
         }
         let ops = try s.pendingOperations()
         out += "pending operations: \(ops.count)\n"
-        var perTable: [String: Int] = [:]
-        for op in ops { perTable[op.table, default: 0] += 1 }
-        for (table, n) in perTable.sorted(by: { $0.key < $1.key }) { out += "  \(table): \(n)\n" }
-        if let first = ops.first, let last = ops.last {
-            out += "  oldest: #\(first.id) \(first.table)/\(first.itemId)\n"
-            out += "  newest: #\(last.id) \(last.table)/\(last.itemId)\n"
+        // Operations by kind (the typed queue's properties JSON); rows it cannot read show as "damaged".
+        func kind(_ op: TableOperation) -> String {
+            guard let typed = try? QueuedOperation(op) else { return "damaged" }
+            return typed.kind.description + (typed.isInFlight ? " (in flight)" : "")
         }
+        var perTable: [String: [String: Int]] = [:]
+        for op in ops { perTable[op.table, default: [:]][(try? QueuedOperation(op))?.kind.description ?? "damaged", default: 0] += 1 }
+        for (table, kinds) in perTable.sorted(by: { $0.key < $1.key }) {
+            let order = OperationKind.allCases.map(\.description) + ["damaged"]
+            let parts = order.compactMap { k in kinds[k].map { "\(k) \($0)" } }
+            out += "  \(table): \(kinds.values.reduce(0, +)) (\(parts.joined(separator: ", ")))\n"
+        }
+        if let first = ops.first, let last = ops.last {
+            out += "  oldest: #\(first.id) \(kind(first)) \(first.table)/\(first.itemId)\n"
+            out += "  newest: #\(last.id) \(kind(last)) \(last.table)/\(last.itemId)\n"
+        }
+        out += "  highest id given out: \((try? s.operationIdHighWaterMark()).map(String.init) ?? "damaged")\n"
         let errors = try s.operationErrors()
         out += "operation errors: \(errors.count)\n"
         for e in errors {
@@ -67,7 +77,9 @@ struct Inspect: ParsableCommand {
         let config = try s.configEntries()
         out += "config entries: \(config.count)\n"
         for c in config {
-            if c.keyType == TableConfigEntry.deltaTokenKeyType, let d = DeltaTokenFormat.date(from: c.value) {
+            if c.keyType == TableConfigEntry.localStoreKeyType, c.id == TableConfigEntry.operationIdHighWaterId {
+                out += "  operation id high-water mark: \(c.value)\n"
+            } else if c.keyType == TableConfigEntry.deltaTokenKeyType, let d = DeltaTokenFormat.date(from: c.value) {
                 out += "  delta token \(c.table) / \(c.key): \(DeltaTokenFormat.string(from: d))\n"
             } else {
                 out += "  \(c.table) / \(c.key) (type \(c.keyType)): \(c.value)\n"

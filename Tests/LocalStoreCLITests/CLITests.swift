@@ -99,7 +99,8 @@ struct CLITests {
         #expect(r.stderr.isEmpty)
         for expected in [
             "tables: 1", "TodoItem  3 rows", "priority  integer  indexed", "tags  json", "pending operations: 2",
-            "TodoItem: 2", "oldest: #1 TodoItem/a", "newest: #2 TodoItem/b", "operation errors: 1",
+            "TodoItem: 2 (insert 1, update 1)", "oldest: #1 insert TodoItem/a", "newest: #2 update TodoItem/b", "highest id given out: 2",
+            "operation errors: 1", "operation id high-water mark: 2",
             "e1: operation #2 {\"status\":409}", "delta token TodoItem / all: 2023-11-14T22:15:23.456Z",
         ] {
             #expect(r.stdout.contains(expected), "missing '\(expected)' in:\n\(r.stdout)")

@@ -6,12 +6,18 @@ import Testing
     let store = try InMemoryStore()
     try store.defineTable(TableSchema("TodoItem", ["text": .string, "complete": .boolean, "priority": .integer,
                                                    "updatedAt": .date, "version": .string], indexed: ["priority"]))
-    try store.write { tx in   // the item and its queued operation commit together or not at all
-        try tx.upsert([["id": "a1", "text": "buy milk", "complete": false, "priority": 2]], into: "TodoItem")
-        _ = try tx.appendOperation(table: "TodoItem", itemId: "a1", properties: Array(#"{"type":"insert"}"#.utf8))
-    }
+    // The item and its queued insert commit together; a later update or delete collapses into it.
+    try store.enqueue(.insert, ["id": "a1", "text": "buy milk", "complete": false, "priority": 2], into: "TodoItem")
     let open = try store.read(Query("TodoItem", where: Field("complete") == false).sorted(by: "priority", .descending).top(50))
     #expect(open.items.map(\.stringId) == ["a1"])
     #expect(try store.pendingOperationCount() == 1)
+    #expect(try store.queuedOperations().map(\.kind) == [.insert])
+
+    if let op = try store.beginPush() {              // the head of the queue, marked in flight
+        let item = try store.pushItem(for: op)        // send op.kind and item to the server, then:
+        #expect(op.kind == .insert && item?["text"] == "buy milk")
+        try store.complete(op, serverItem: item)      // removed only if nobody changed it meanwhile
+    }
+    #expect(try store.pendingOperationCount() == 0)
     #expect(try store.explain(Query("TodoItem", where: Field("priority") == 2)) == "index priority")
 }
