@@ -313,7 +313,7 @@ struct ConformanceSelfTests {
     static let mutants: [(MutantStore.Fault, [String])] = [
         (.replaceInsteadOfMerge, ["upsertMergesAbsentKeys", "upsertExplicitNullClears", "idsUpsertUpdatesSameRowWithNewestSpelling"]),
         (.ignoreSkip, ["totalCountSkipAndTop", "pagingStableAscending", "pagingStableMultiKey"]),
-        (.noRollback, ["writeRollsBackOnError", "removeOperationRemovesItsErrors", "writeNestedRunsInline"]),
+        (.noRollback, ["writeRollsBackOnError", "removeOperationRemovesItsErrors", "writeNestedRunsInline", "queueEnqueueValidation", "pushErrorsAndResolutions"]),
         (.descendingAsAscending, ["sortOrderNullsAndTieBreak", "pagingStableDescending", "predicateHandWrittenExpectations"]),
         (.strictEmptyDelete, ["unknownTableForEveryCall"]),
     ]
