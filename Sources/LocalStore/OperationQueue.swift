@@ -348,6 +348,23 @@ extension LocalStoreAccess {
         }
     }
 
+    /// ``complete(_:serverItem:)`` for `op` and ``beginPush(after:)`` for the operation after it, in one
+    /// transaction: a push loop then costs one transaction per operation.
+    ///
+    /// ```swift
+    /// var op = try store.beginPush()
+    /// while let current = op {
+    ///     let answer = try send(current.kind, try store.pushItem(for: current))
+    ///     op = try store.completeAndBeginNext(current, serverItem: answer).next
+    /// }
+    /// ```
+    public func completeAndBeginNext(_ op: QueuedOperation, serverItem: Item? = nil) throws -> (outcome: CompletionOutcome, next: QueuedOperation?) {
+        try write { tx in
+            let outcome = try tx.complete(op, serverItem: serverItem)
+            return (outcome, try tx.beginPush(after: op.id))
+        }
+    }
+
     /// Clears the in-flight mark of every operation (after a crash, or when a push is abandoned).
     /// Returns how many operations were marked.
     @discardableResult

@@ -300,6 +300,24 @@ extension ConformanceSuite {
             try expectEqual(try store.pendingOperationCount(), 2, "kept")
             try expectEqual(try store.complete(a), .missing, "an operation that is gone")
             try expectNil(try store.beginPush(after: 3), "nothing after the last")
+
+            // One transaction per operation: complete the current one and mark the next.
+            for id in ["f", "g", "h"] { try store.enqueue(.insert, ["id": .string(id), "text": "local"], into: "QItem") }
+            try store.enqueue(.update, ["id": "b", "text": "b2"], into: "QItem")
+            var current = try store.beginPush()
+            var outcomes: [String: CompletionOutcome] = [:]
+            var order: [String] = []
+            while let op = current {
+                order.append(op.itemId)
+                try expect(op.isInFlight, "\(op.itemId) is in flight")
+                if op.itemId == "g", op.kind == .insert { try store.enqueue(.update, ["id": "g", "text": "edited during the push"], into: "QItem") }
+                let step = try store.completeAndBeginNext(op)
+                outcomes[op.itemId] = step.outcome
+                current = step.next
+            }
+            try expectEqual(order, ["b", "c", "f", "g", "h", "g"], "id order; the edit made during the push is pushed after")
+            try expectEqual(outcomes["f"], .removed, "f removed")
+            try expectEqual(try store.pendingOperationCount(), 0, "the queue is drained")
         }
     }
 }
