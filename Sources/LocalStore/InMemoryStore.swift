@@ -264,6 +264,8 @@ final class MemTable {
     private var slotByKey: [Key: Int] = [:]
     private(set) var indexes: [Int: BTree<IndexEntry>] = [:]
     private var indexedColumns: [Int] = []
+    /// The compound indexes of the schema, in its order.
+    private(set) var compound: [CompoundIndex] = []
     /// Every id in id order (entries with a null value), for id ranges and id-ordered scans.
     private(set) var idOrder = BTree<IndexEntry>()
 
@@ -273,6 +275,7 @@ final class MemTable {
             indexes[n] = BTree()
         }
         indexedColumns = indexes.keys.sorted()
+        compound = schema.indexes.compactMap { CompoundIndex($0, schema: schema) }
     }
 
     /// The row stored under `key`.
@@ -330,6 +333,11 @@ final class MemTable {
             indexes[n] = tree
         }
         indexedColumns = indexes.keys.sorted()
+        for index in newSchema.indexes where !compound.contains(where: { $0.index.hasSameKeys(as: index) }) {
+            guard var c = CompoundIndex(index, schema: newSchema) else { continue }
+            for (slot, row) in slots.enumerated() where !row.isEmpty { c.tree.insert(c.entry(row, newSchema.idIndex, slot: slot)) }
+            compound.append(c)
+        }
     }
 
     /// Replaces (or removes, for `nil`) the row stored under `key`, keeping the indexes in step.
@@ -343,6 +351,11 @@ final class MemTable {
                 if let row, old[n] == row[n], old[idIndex] == row[idIndex] { continue }
                 indexes[n]?.remove(IndexEntry(old[n], old[idIndex], slot: slot))
                 if let row { indexes[n]?.insert(IndexEntry(row[n], row[idIndex], slot: slot)) }
+            }
+            for c in compound.indices {
+                if let row, old[idIndex] == row[idIndex], compound[c].columns.allSatisfy({ old[$0] == row[$0] }) { continue }
+                compound[c].tree.remove(compound[c].entry(old, idIndex, slot: slot))
+                if let row { compound[c].tree.insert(compound[c].entry(row, idIndex, slot: slot)) }
             }
             if let row {
                 if old[idIndex] != row[idIndex] {
@@ -367,6 +380,7 @@ final class MemTable {
             }
             slotByKey[key] = slot
             for n in indexedColumns { indexes[n]?.insert(IndexEntry(row[n], row[idIndex], slot: slot)) }
+            for c in compound.indices { compound[c].tree.insert(compound[c].entry(row, idIndex, slot: slot)) }
             idOrder.insert(IndexEntry(.null, row[idIndex], slot: slot))
         }
     }
@@ -380,9 +394,17 @@ final class MemTable {
         case idRange(IndexRange)
         case idOrdered(descending: Bool)
         case scan
+        /// A compound index: the range `range` of index `index` (of ``compound``), read whole, walked
+        /// in order (`order`), or only counted (`countOnly`: the entries are exactly the matches).
+        case compound(index: Int, range: CompoundRange, order: CompoundOrder?, countOnly: Bool, leading: Int)
 
         func description(schema: TableSchema) -> String {
             switch self {
+            case .compound(let n, _, let order, let countOnly, let leading):
+                let index = n < schema.indexes.count ? schema.indexes[n].description : "?"
+                let kind = countOnly ? "index-only count" : order != nil ? "ordered index" : "index"
+                let total = n < schema.indexes.count ? schema.indexes[n].keys.count : 0
+                return "\(kind) \(index) using \(leading) of \(total) columns"
             case .ids: return "primary key"
             case .indexRange(let n, _): return "index \(schema.columns[n].name)"
             case .ordered(let n, _): return "ordered index \(schema.columns[n].name)"
@@ -399,6 +421,111 @@ final class MemTable {
         var upper: Value?
         var upperInclusive: Bool
         var prefix: String?
+    }
+
+    /// A range of a compound index: equal values on its first components, then at most one range
+    /// (in value order: a descending component walks it from `upper` to `lower`).
+    struct CompoundRange {
+        var equal: [Value]
+        var lower: Value?
+        var lowerInclusive = false
+        var upper: Value?
+        var upperInclusive = false
+        var hasRange: Bool { lower != nil || upper != nil }
+    }
+
+    /// How a walk of a compound index's range answers the sort: reversed or not, grouped by the first
+    /// `groupComponents` components (each group then sorted by the full order).
+    struct CompoundOrder {
+        var descending: Bool
+        var groupComponents: Int
+    }
+
+    /// The best compound index for `parts`: its position, range, walk order and score (2 per equality,
+    /// 1 for the range, doubled, plus 1 when it answers the sort), and whether the range holds exactly
+    /// the matching rows.
+    private func compoundCandidate(_ q: ResolvedQuery, _ parts: [ResolvedPredicate])
+        -> (index: Int, range: CompoundRange, order: CompoundOrder?, score: Int, exact: Bool, leading: Int)?
+    {
+        var best: (index: Int, range: CompoundRange, order: CompoundOrder?, score: Int, exact: Bool, leading: Int)?
+        let canOrder = q.top != nil && !q.includeTotalCount
+        for (i, c) in compound.enumerated() {
+            var range = CompoundRange(equal: [])
+            var used = Set<Int>()
+            for column in c.columns {
+                if let (p, v) = parts.enumerated().lazy.compactMap({ p in MemTable.equality(p.element, column).map { (p.offset, $0) } }).first {
+                    range.equal.append(v)
+                    used.insert(p)
+                    continue
+                }
+                for (p, part) in parts.enumerated() {
+                    guard let (op, v) = MemTable.comparison(part, column) else { continue }
+                    switch op {
+                    case .less, .lessOrEqual:
+                        if let u = range.upper, Collation.compare(u, v) < 0 || (Collation.compare(u, v) == 0 && op == .lessOrEqual) { continue }
+                        range.upper = v
+                        range.upperInclusive = op == .lessOrEqual
+                        range.lower = range.lower ?? .null
+                    case .greater, .greaterOrEqual:
+                        if let l = range.lower, !l.isNull, Collation.compare(l, v) > 0 || (Collation.compare(l, v) == 0 && op == .greaterOrEqual) { continue }
+                        range.lower = v
+                        range.lowerInclusive = op == .greaterOrEqual
+                    default: continue
+                    }
+                    used.insert(p)
+                }
+                break
+            }
+            guard !range.equal.isEmpty || range.hasRange || canOrder else { continue }
+            let leading = range.equal.count + (range.hasRange ? 1 : 0)
+            var order: CompoundOrder? = nil
+            if canOrder {
+                let fixed = Set(c.columns.prefix(range.equal.count))
+                var j = range.equal.count
+                var direction: Bool? = nil
+                for key in q.sort where !fixed.contains(key.column) {
+                    guard j < c.columns.count, c.columns[j] == key.column, key.column != schema.idIndex else { break }
+                    let reversed = key.descending != c.descending[j]
+                    if let direction, direction != reversed { break }
+                    direction = reversed
+                    j += 1
+                }
+                if let direction, j > range.equal.count { order = CompoundOrder(descending: direction, groupComponents: j) }
+            }
+            guard leading > 0 || order != nil else { continue }
+            let exact = used.count == parts.count
+            let score = (range.equal.count * 2 + (range.hasRange ? 1 : 0)) * 2 + (order != nil || (exact && q.top == 0) ? 1 : 0)
+            if score > (best?.score ?? 0) {
+                best = (i, range, order, score, exact, max(leading, order?.groupComponents ?? 0))
+            }
+        }
+        return best
+    }
+
+    /// The value `p` fixes `column` to (an equality with a literal, case-sensitive, or a null test).
+    private static func equality(_ p: ResolvedPredicate, _ column: Int) -> Value? {
+        switch p {
+        case .compare(.column(let n, _, _), .equal, .literal(let v, _), false) where n == column: return v
+        case .compare(.literal(let v, _), .equal, .column(let n, _, _), false) where n == column: return v
+        case .isNull(.column(let n, _, _)) where n == column: return .null
+        default: return nil
+        }
+    }
+
+    /// `column op literal` (flipped when the literal comes first), case-sensitive, for a range.
+    private static func comparison(_ p: ResolvedPredicate, _ column: Int) -> (QueryPredicate.ComparisonOperator, Value)? {
+        switch p {
+        case .compare(.column(let n, _, _), let op, .literal(let v, _), false) where n == column && !v.isNull: return (op, v)
+        case .compare(.literal(let v, _), let op, .column(let n, _, _), false) where n == column && !v.isNull:
+            switch op {
+            case .less: return (.greater, v)
+            case .lessOrEqual: return (.greaterOrEqual, v)
+            case .greater: return (.less, v)
+            case .greaterOrEqual: return (.lessOrEqual, v)
+            default: return (op, v)
+            }
+        default: return nil
+        }
     }
 
     private static func conjuncts(_ p: ResolvedPredicate) -> [ResolvedPredicate] {
@@ -427,6 +554,14 @@ final class MemTable {
                 return .ids([v])
             case .in(.column(let n, _, _), let vs, _) where n == idIndex && vs.allSatisfy(idKind): return .ids(vs)
             default: continue
+            }
+        }
+        if let c = compoundCandidate(q, parts) {
+            // A column index's best constraint scores 2 (equality) or 1 (range), doubled as above.
+            let single = parts.lazy.compactMap { self.indexRanges($0) }.map { r in r.1.allSatisfy { $0.lower == $0.upper && $0.lowerInclusive } ? 4 : 2 }.max() ?? 0
+            if c.score > single {
+                let countOnly = c.exact && q.top == 0
+                return .compound(index: c.index, range: c.range, order: countOnly ? nil : c.order, countOnly: countOnly, leading: c.leading)
             }
         }
         for p in parts {
@@ -629,7 +764,97 @@ final class MemTable {
             return (Array(out.dropFirst(q.skip).prefix(top)), out.count)
         case .scan:
             return scan(q)
+        case .compound(let n, let range, let order, let countOnly, _):
+            return runCompound(q, compound[n], range, order: order, countOnly: countOnly)
         }
+    }
+
+    /// Runs a compound-index plan: visits the entries of `range` in tree order (reversed for a
+    /// descending walk) and counts them, collects their rows, or — walking in the sort's order —
+    /// groups them by the first `groupComponents` values, sorts each group by the full order and
+    /// stops once skip + top rows are out.
+    private func runCompound(_ q: ResolvedQuery, _ c: CompoundIndex, _ range: CompoundRange, order: CompoundOrder?, countOnly: Bool)
+        -> (rows: [[Value]], count: Int)
+    {
+        // Tree-order bounds: a descending component holds its values in reverse, so its value range
+        // starts at `upper`.
+        let k = range.equal.count
+        let reversed = k < c.columns.count && c.descending[k]
+        let first: (Value?, Bool) = reversed ? (range.upper, range.upperInclusive) : (range.lower, range.lowerInclusive)
+        let last: (Value?, Bool) = reversed ? (range.lower, range.lowerInclusive) : (range.upper, range.upperInclusive)
+        // `start` sorts just before the first entry of the range, `end` just after the last one.
+        let start: CompoundEntry? = first.0.map { c.bound(range.equal + [$0], edge: first.1 ? -1 : 1) }
+            ?? (k > 0 ? c.bound(range.equal, edge: -1) : nil)
+        let end: CompoundEntry? = last.0.map { c.bound(range.equal + [$0], edge: last.1 ? 1 : -1) }
+            ?? (k > 0 ? c.bound(range.equal, edge: 1) : nil)
+        let slots = self.slots
+        if countOnly {
+            var n = 0
+            c.tree.forEach(ascendingFrom: start, inclusive: true) { entry in
+                if let end, CompoundEntry.compare(entry, end) > 0 { return false }
+                n += 1
+                return true
+            }
+            return ([], n)
+        }
+        let predicate = RowTest(q.predicate)
+        guard let order, let top = q.top else {
+            var candidates: [[Value]] = []
+            c.tree.forEach(ascendingFrom: start, inclusive: true) { entry in
+                if let end, CompoundEntry.compare(entry, end) > 0 { return false }
+                let row = slots[entry.slot]
+                if predicate.matches(row) { candidates.append(row) }
+                return true
+            }
+            return q.select(candidates)
+        }
+        let wanted = q.skip.addingReportingOverflow(top)
+        if wanted.overflow { return q.select(candidates(c, start, end)) }
+        if wanted.partialValue == 0 { return ([], 0) }
+        let keys = q.sort
+        let g = order.groupComponents
+        var out: [[Value]] = []
+        var group: [[Value]] = []
+        var groupEntry: CompoundEntry? = nil
+        func flush() {
+            if group.count > 1 { group.sort { ResolvedQuery.compare($0, $1, by: keys) < 0 } }
+            out.append(contentsOf: group)
+            group.removeAll(keepingCapacity: true)
+        }
+        func visit(_ entry: CompoundEntry) -> Bool {
+            if let ge = groupEntry, !ge.samePrefix(entry, g) {
+                flush()
+                if out.count >= wanted.partialValue { return false }
+            }
+            groupEntry = entry
+            let row = slots[entry.slot]
+            if predicate.matches(row) { group.append(row) }
+            return true
+        }
+        if order.descending {
+            c.tree.forEach(descendingFrom: end, inclusive: true) { entry in
+                if let start, CompoundEntry.compare(entry, start) < 0 { return false }
+                return visit(entry)
+            }
+        } else {
+            c.tree.forEach(ascendingFrom: start, inclusive: true) { entry in
+                if let end, CompoundEntry.compare(entry, end) > 0 { return false }
+                return visit(entry)
+            }
+        }
+        flush()
+        return (Array(out.dropFirst(q.skip).prefix(top)), out.count)
+    }
+
+    /// Every row of the compound index between `start` and `end`.
+    private func candidates(_ c: CompoundIndex, _ start: CompoundEntry?, _ end: CompoundEntry?) -> [[Value]] {
+        var rows: [[Value]] = []
+        c.tree.forEach(ascendingFrom: start, inclusive: true) { entry in
+            if let end, CompoundEntry.compare(entry, end) > 0 { return false }
+            rows.append(slots[entry.slot])
+            return true
+        }
+        return rows
     }
 
     /// Visits every entry of `tree` in ascending or descending order until `body` returns false.
@@ -731,5 +956,65 @@ struct IndexEntry: Comparable, Sendable {
         if c != 0 { return c }
         if l.edge != 0 || r.edge != 0 { return Int(l.edge) - Int(r.edge) }
         return Collation.compare(l.id, r.id, noCase: true)
+    }
+}
+
+/// A compound index of a ``MemTable``: the column positions, their directions and the tree.
+struct CompoundIndex {
+    let index: TableIndex
+    let columns: [Int]
+    let descending: [Bool]
+    /// Bit `i` set when component `i` is descending.
+    let mask: UInt32
+    var tree = BTree<CompoundEntry>()
+
+    init?(_ index: TableIndex, schema: TableSchema) {
+        guard let positions = schema.positions(of: index), !positions.isEmpty, positions.count <= 32 else { return nil }
+        self.index = index
+        columns = positions.map(\.column)
+        descending = positions.map(\.descending)
+        var mask: UInt32 = 0
+        for (i, p) in positions.enumerated() where p.descending { mask |= 1 << UInt32(i) }
+        self.mask = mask
+    }
+
+    func entry(_ row: [Value], _ idIndex: Int, slot: Int) -> CompoundEntry {
+        CompoundEntry(values: columns.map { row[$0] }, id: row[idIndex], slot: slot, edge: 0, mask: mask)
+    }
+
+    /// A bound that sorts before (`edge` -1) or after (+1) every entry starting with `values`.
+    func bound(_ values: [Value], edge: Int8) -> CompoundEntry {
+        CompoundEntry(values: values, id: .null, slot: -1, edge: edge, mask: mask)
+    }
+}
+
+/// An entry of a compound index: the indexed values (each component ascending or, per `mask`,
+/// descending with nulls last), then the row's id (ascending, NOCASE). A bound holds a prefix of the
+/// values and an `edge` placing it before (-1) or after (+1) every entry with that prefix.
+struct CompoundEntry: Comparable, Sendable {
+    let values: [Value]
+    let id: Value
+    /// The row's slot in its ``MemTable`` (not part of the order; -1 for a bound).
+    let slot: Int
+    let edge: Int8
+    let mask: UInt32
+
+    static func < (l: CompoundEntry, r: CompoundEntry) -> Bool { compare(l, r) < 0 }
+    static func == (l: CompoundEntry, r: CompoundEntry) -> Bool { compare(l, r) == 0 }
+
+    static func compare(_ l: CompoundEntry, _ r: CompoundEntry) -> Int {
+        let n = min(l.values.count, r.values.count)
+        for i in 0..<n {
+            let c = Collation.compare(l.values[i], r.values[i])
+            if c != 0 { return l.mask & (1 << UInt32(i)) != 0 ? -c : c }
+        }
+        if l.edge != 0 || r.edge != 0 { return Int(l.edge) - Int(r.edge) }
+        return Collation.compare(l.id, r.id, noCase: true)
+    }
+
+    /// Whether the first `count` values of two entries are equal.
+    func samePrefix(_ other: CompoundEntry, _ count: Int) -> Bool {
+        for i in 0..<min(count, values.count, other.values.count) where Collation.compare(values[i], other.values[i]) != 0 { return false }
+        return true
     }
 }

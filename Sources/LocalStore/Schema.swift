@@ -51,6 +51,81 @@ public struct Column: Sendable, Hashable, Codable {
     }
 }
 
+/// A compound index: an ordered list of columns, each ascending or descending.
+///
+/// An index orders a table's rows by its first column, then its second, ..., then by `id`; a query that
+/// filters on a leading part of the columns (equalities, then at most one range) and sorts on the columns
+/// that follow — in the index's directions, or all of them reversed — reads the index range in order and
+/// stops after `top` rows. Declared with ``TableSchema/init(name:columns:indexes:)``:
+///
+/// ```swift
+/// TableSchema(name: "TodoItem", columns: [...],
+///             indexes: [TableIndex(("priority", .ascending), ("updatedAt", .descending))])
+/// ```
+///
+/// Indexes are only ever added (a redefinition that omits one keeps it); adding one to a table with rows
+/// builds it. A one-column ascending index is what ``Column/indexed`` declares.
+public struct TableIndex: Sendable, Hashable, CustomStringConvertible {
+    /// The most columns an index may have.
+    public static let maximumColumnCount = 16
+
+    /// One column of an index and its direction.
+    public struct Key: Sendable, Hashable {
+        /// The column's name (case-insensitive).
+        public var column: String
+        /// The direction: ascending puts nulls first, descending puts them last (as ``SortKey``).
+        public var direction: SortKey.Direction
+
+        /// Creates an index key.
+        public init(_ column: String, _ direction: SortKey.Direction = .ascending) {
+            self.column = column
+            self.direction = direction
+        }
+
+        /// Whether the key is descending.
+        public var isDescending: Bool { direction == .descending }
+    }
+
+    /// The name given at definition; `nil` for the default name (see ``resolvedName``).
+    public var name: String?
+    /// The columns, most significant first.
+    public var keys: [Key]
+
+    /// Creates an index over `keys`; `name` must be an identifier when given.
+    public init(name: String? = nil, _ keys: [Key]) {
+        self.name = name
+        self.keys = keys
+    }
+
+    /// Creates an index over `(column, direction)` pairs.
+    public init(name: String? = nil, _ keys: (String, SortKey.Direction)...) {
+        self.init(name: name, keys.map { Key($0.0, $0.1) })
+    }
+
+    /// Creates an ascending index over `columns`.
+    public init(name: String? = nil, columns: [String]) {
+        self.init(name: name, columns.map { Key($0) })
+    }
+
+    /// The index's name: the given one, else the column names joined by `_` with `_desc` after a
+    /// descending column (`priority_updatedAt_desc`).
+    public var resolvedName: String {
+        if let name { return name }
+        return keys.map { $0.column + ($0.isDescending ? "_desc" : "") }.joined(separator: "_")
+    }
+
+    /// Whether two indexes order rows the same way (same columns, case-insensitive, same directions).
+    public func hasSameKeys(as other: TableIndex) -> Bool {
+        keys.count == other.keys.count
+            && zip(keys, other.keys).allSatisfy { Identifier.fold($0.column) == Identifier.fold($1.column) && $0.direction == $1.direction }
+    }
+
+    /// `name(a, b desc)`.
+    public var description: String {
+        resolvedName + "(" + keys.map { $0.column + ($0.isDescending ? " desc" : "") }.joined(separator: ", ") + ")"
+    }
+}
+
 /// The system properties a sync table may carry as columns.
 public enum SystemProperty: String, Sendable, Hashable, CaseIterable {
     /// `createdAt` (a date set by the server).
@@ -78,11 +153,14 @@ public struct TableSchema: Sendable, Hashable, CustomStringConvertible {
     public let name: String
     /// The columns in definition order; `id` is among them.
     public let columns: [Column]
+    /// The compound indexes, in definition order (one-column indexes declared with ``Column/indexed``
+    /// are not repeated here). Their column names are in the columns' defined spelling once validated.
+    public let indexes: [TableIndex]
     private let exact: [String: Int]
     private let folded: [String: Int]
 
     /// Creates a schema. The result is checked by ``validate()`` when a store defines it.
-    public init(name: String, columns: [Column]) {
+    public init(name: String, columns: [Column], indexes: [TableIndex] = []) {
         var columns = columns
         if !columns.contains(where: { Identifier.fold($0.name) == "id" }) {
             columns.insert(Column("id", .string), at: 0)
@@ -98,14 +176,39 @@ public struct TableSchema: Sendable, Hashable, CustomStringConvertible {
         }
         self.exact = exact
         self.folded = folded
+        // Column names in their defined spelling, so that equal definitions compare equal.
+        self.indexes = indexes.map { index in
+            var index = index
+            for k in index.keys.indices {
+                if let n = exact[index.keys[k].column] ?? folded[Identifier.fold(index.keys[k].column)] {
+                    index.keys[k].column = columns[n].name
+                }
+            }
+            return index
+        }
     }
 
-    /// Creates a schema from a name and `(name, type)` pairs; `indexed` lists the indexed columns.
-    public init(_ name: String, _ columns: KeyValuePairs<String, ColumnType>, indexed: Set<String> = []) {
+    /// Creates a schema from a name and `(name, type)` pairs; `indexed` lists the indexed columns and
+    /// `indexes` the compound indexes.
+    public init(
+        _ name: String, _ columns: KeyValuePairs<String, ColumnType>, indexed: Set<String> = [], indexes: [TableIndex] = []
+    ) {
         let foldedIndexed = Set(indexed.map(Identifier.fold))
         self.init(
             name: name,
-            columns: columns.map { Column($0.key, $0.value, indexed: foldedIndexed.contains(Identifier.fold($0.key))) })
+            columns: columns.map { Column($0.key, $0.value, indexed: foldedIndexed.contains(Identifier.fold($0.key))) },
+            indexes: indexes)
+    }
+
+    /// The column positions and directions of a compound index of this schema (`nil` for a column
+    /// it does not have).
+    public func positions(of index: TableIndex) -> [(column: Int, descending: Bool)]? {
+        var out: [(column: Int, descending: Bool)] = []
+        for k in index.keys {
+            guard let n = lookup(k.column) else { return nil }
+            out.append((n, k.isDescending))
+        }
+        return out
     }
 
     /// The position of the column named `name` (case-insensitive), or `nil`.
@@ -153,12 +256,61 @@ public struct TableSchema: Sendable, Hashable, CustomStringConvertible {
                 .schemaConflict, "column 'id' of table '\(name)' must have type \(expected), not \(idType)",
                 table: name, column: "id")
         }
+        try validateIndexes()
+    }
+
+    /// Checks the compound indexes: names are identifiers and unique, every index has 1 to
+    /// ``TableIndex/maximumColumnCount`` columns of the table, none twice and none of type json.
+    public func validateIndexes() throws {
+        var names: [String: TableIndex] = [:]
+        for index in indexes {
+            let label = index.resolvedName
+            if let given = index.name { try Identifier.validate(given, what: "index name in table '\(name)'") }
+            guard !index.keys.isEmpty else {
+                throw LocalStoreError(.invalidValue, "index '\(label)' of table '\(name)' has no columns", table: name)
+            }
+            guard index.keys.count <= TableIndex.maximumColumnCount else {
+                throw LocalStoreError(
+                    .invalidValue,
+                    "index '\(label)' of table '\(name)' has \(index.keys.count) columns; at most \(TableIndex.maximumColumnCount) are allowed",
+                    table: name)
+            }
+            var seen = Set<String>()
+            for k in index.keys {
+                guard let n = lookup(k.column) else {
+                    throw LocalStoreError(
+                        .unknownColumn, "index '\(label)' of table '\(name)' names column \(Value.string(k.column)), which the table does not have",
+                        table: name, column: k.column)
+                }
+                let c = columns[n]
+                guard c.type.isOrderable else {
+                    throw LocalStoreError(
+                        .invalidValue, "index '\(label)' of table '\(name)' cannot include json column '\(c.name)'", table: name,
+                        column: c.name)
+                }
+                guard seen.insert(Identifier.fold(c.name)).inserted else {
+                    throw LocalStoreError(
+                        .schemaConflict, "index '\(label)' of table '\(name)' names column '\(c.name)' more than once",
+                        table: name, column: c.name)
+                }
+            }
+            let folded = Identifier.fold(label)
+            if let other = names[folded] {
+                guard other.hasSameKeys(as: index) else {
+                    throw LocalStoreError(
+                        .schemaConflict, "table '\(name)' declares two different indexes named '\(label)'", table: name)
+                }
+            }
+            names[folded] = index
+        }
     }
 
     /// Merges a new definition of the same table into this one.
     ///
     /// Columns and indexes are only ever added: a column of `newer` that this schema lacks is appended,
-    /// an index requested by `newer` is added, and columns `newer` omits are kept. A column whose type
+    /// an index requested by `newer` is added (a compound index with the keys of an existing one, under
+    /// any name, is that one), and columns and indexes `newer` omits are kept. An index named like an
+    /// existing one but on other keys is a `schemaConflict`. A column whose type
     /// differs is a `schemaConflict`; a result with more than ``maximumColumnCount`` columns is
     /// `invalidValue`. The result keeps this schema's spellings.
     public func merged(with newer: TableSchema) throws -> TableSchema {
@@ -182,23 +334,42 @@ public struct TableSchema: Sendable, Hashable, CustomStringConvertible {
                 "table '\(name)' would have \(result.count) columns; at most \(TableSchema.maximumColumnCount) are allowed",
                 table: name)
         }
-        return TableSchema(name: name, columns: result)
+        var indexes = self.indexes
+        for index in newer.indexes {
+            if let existing = indexes.first(where: { Identifier.fold($0.resolvedName) == Identifier.fold(index.resolvedName) }) {
+                guard existing.hasSameKeys(as: index) else {
+                    throw LocalStoreError(
+                        .schemaConflict,
+                        "table '\(name)' already has an index named '\(existing.resolvedName)' on different columns: \(existing); it cannot become \(index)",
+                        table: name)
+                }
+                continue
+            }
+            // The same keys under another name: the index exists already.
+            if indexes.contains(where: { $0.hasSameKeys(as: index) }) { continue }
+            indexes.append(index)
+        }
+        let merged = TableSchema(name: name, columns: result, indexes: indexes)
+        try merged.validateIndexes()
+        return merged
     }
 
     /// `name(col type, ...)`.
     public var description: String {
         "\(name)(" + columns.map { "\($0.name) \($0.type)\($0.indexed ? " indexed" : "")" }.joined(separator: ", ") + ")"
+            + (indexes.isEmpty ? "" : " indexes " + indexes.map(\.description).joined(separator: ", "))
     }
 
-    /// Two schemas are equal when their names and columns are equal.
+    /// Two schemas are equal when their names, columns and indexes are equal.
     public static func == (lhs: TableSchema, rhs: TableSchema) -> Bool {
-        lhs.name == rhs.name && lhs.columns == rhs.columns
+        lhs.name == rhs.name && lhs.columns == rhs.columns && lhs.indexes == rhs.indexes
     }
 
-    /// Hashes the name and columns.
+    /// Hashes the name, columns and indexes.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(name)
         hasher.combine(columns)
+        hasher.combine(indexes)
     }
 }
 

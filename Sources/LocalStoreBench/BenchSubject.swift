@@ -35,14 +35,16 @@ public struct TodoRecord: Sendable, Hashable {
         ])
     }
 
-    /// The table's schema: priority and updatedAt indexed.
+    /// The table's schema: priority and updatedAt indexed, and the compound index (priority, updatedAt
+    /// descending) that answers the list query (`priority == p` sorted by updatedAt descending, top 50).
     public static let schema = TableSchema(
         name: "TodoItem",
         columns: [
             Column("id", .string), Column("text", .string), Column("complete", .boolean),
             Column("priority", .integer, indexed: true), Column("createdAt", .date),
             Column("updatedAt", .date, indexed: true), Column("version", .string), Column("deleted", .boolean),
-        ])
+        ],
+        indexes: [TableIndex(("priority", .ascending), ("updatedAt", .descending))])
 }
 
 /// What the benchmark drives: a backend through the `LocalStore` API, or a baseline written directly

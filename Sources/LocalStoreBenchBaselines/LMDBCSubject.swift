@@ -12,8 +12,8 @@ import LocalStoreBench
 /// database keyed by big-endian int64 ids, an errors database with an `operationId` index and a config
 /// database. Records are written in a fixed binary layout straight into LMDB's pages (`MDB_RESERVE`);
 /// reads reuse one read-only transaction handle (reset and renewed per call) and decode rows into
-/// ``TodoRecord``s. The indexed query picks, from the index's duplicate count, between walking the
-/// `priority` entries and walking `updatedAt` backwards until 50 rows match.
+/// ``TodoRecord``s. The indexed query walks a compound (priority, updatedAt descending) index — the same
+/// index the backends get — and stops after 50 rows.
 public final class LMDBCSubject: BenchSubject {
     private let path: String
     private var env: OpaquePointer?
@@ -27,6 +27,8 @@ public final class LMDBCSubject: BenchSubject {
         var todo: MDB_dbi = 0
         var byPriority: MDB_dbi = 0
         var byUpdatedAt: MDB_dbi = 0
+        /// The compound index (priority, updatedAt descending): 16-byte keys, the primary key as data.
+        var byPriorityUpdatedAt: MDB_dbi = 0
         var operations: MDB_dbi = 0
         var errors: MDB_dbi = 0
         var errorsByOperation: MDB_dbi = 0
@@ -69,7 +71,7 @@ public final class LMDBCSubject: BenchSubject {
         try Self.check(mdb_env_create(&e), "mdb_env_create")
         guard let e else { throw LocalStoreError(.ioError, "lmdb-c: no environment") }
         env = e
-        try Self.check(mdb_env_set_maxdbs(e, 8), "mdb_env_set_maxdbs")
+        try Self.check(mdb_env_set_maxdbs(e, 9), "mdb_env_set_maxdbs")
         try Self.check(mdb_env_set_mapsize(e, 1 << 34), "mdb_env_set_mapsize")
         try Self.check(mdb_env_open(e, path, UInt32(MDB_NOTLS), 0o644), "mdb_env_open")
         try write { txn in
@@ -81,6 +83,7 @@ public final class LMDBCSubject: BenchSubject {
             dbis.todo = try db("TodoItem", 0)
             dbis.byPriority = try db("TodoItem.priority", MDB_DUPSORT)
             dbis.byUpdatedAt = try db("TodoItem.updatedAt", MDB_DUPSORT)
+            dbis.byPriorityUpdatedAt = try db("TodoItem.priority_updatedAt_desc", MDB_DUPSORT)
             dbis.operations = try db("MS_TableOperations", 0)
             dbis.errors = try db("MS_TableOperationErrors", 0)
             dbis.errorsByOperation = try db("MS_TableOperationErrors.operationId", MDB_DUPSORT)
@@ -159,6 +162,15 @@ public final class LMDBCSubject: BenchSubject {
         return (bits >> 63 == 1 ? ~bits : bits | (1 << 63)).bigEndian
     }
 
+    /// The compound key (priority, updatedAt descending): the priority key, then the updatedAt key complemented.
+    private static func withCompoundKey<R>(_ priority: Int64, _ updatedAt: Double, _ body: (inout MDB_val) throws -> R) rethrows -> R {
+        var k = (intKey(priority), ~doubleKey(updatedAt))
+        return try withUnsafeMutableBytes(of: &k) { raw in
+            var key = MDB_val(mv_size: 16, mv_data: raw.baseAddress)
+            return try body(&key)
+        }
+    }
+
     private static func withKey<R>(_ k: UInt64, _ body: (inout MDB_val) throws -> R) rethrows -> R {
         var k = k
         return try withUnsafeMutableBytes(of: &k) { raw in
@@ -214,6 +226,14 @@ public final class LMDBCSubject: BenchSubject {
                         try Self.check(mdb_put(txn, dbis.byPriority, &k, &pk, 0), "mdb_put priority")
                     }
                 }
+                if oldPriority != r.priority || oldUpdatedAt != r.updatedAt.timeIntervalSinceReferenceDate {
+                    try Self.withCompoundKey(oldPriority, oldUpdatedAt) { k in
+                        try Self.check(mdb_del(txn, dbis.byPriorityUpdatedAt, &k, &pk), "mdb_del priority_updatedAt")
+                    }
+                    try Self.withCompoundKey(r.priority, r.updatedAt.timeIntervalSinceReferenceDate) { k in
+                        try Self.check(mdb_put(txn, dbis.byPriorityUpdatedAt, &k, &pk, 0), "mdb_put priority_updatedAt")
+                    }
+                }
                 if oldUpdatedAt != r.updatedAt.timeIntervalSinceReferenceDate {
                     try Self.withKey(Self.doubleKey(oldUpdatedAt)) { k in
                         try Self.check(mdb_del(txn, dbis.byUpdatedAt, &k, &pk), "mdb_del updatedAt")
@@ -261,6 +281,9 @@ public final class LMDBCSubject: BenchSubject {
                 try Self.withKey(Self.doubleKey(r.updatedAt.timeIntervalSinceReferenceDate)) { k in
                     try Self.check(mdb_put(txn, dbis.byUpdatedAt, &k, &pk, 0), "mdb_put updatedAt")
                 }
+                try Self.withCompoundKey(r.priority, r.updatedAt.timeIntervalSinceReferenceDate) { k in
+                    try Self.check(mdb_put(txn, dbis.byPriorityUpdatedAt, &k, &pk, 0), "mdb_put priority_updatedAt")
+                }
             }
         }
     }
@@ -287,81 +310,29 @@ public final class LMDBCSubject: BenchSubject {
         }
     }
 
+    /// The first 50 rows of `priority` by updatedAt descending then id: the compound index's entries from
+    /// the first key of `priority` on (equal keys hold the primary keys ascending: the id tie-break).
     public func queryIndexed(priority: Int64) throws -> Int {
         try read { txn in
-            var stat = MDB_stat()
-            try Self.check(mdb_stat(txn, dbis.todo, &stat), "mdb_stat")
-            return try cursor(txn, dbis.byPriority) { byPriority in
-                try Self.withKey(Self.intKey(priority)) { key in
+            try cursor(txn, dbis.byPriorityUpdatedAt) { c in
+                try Self.withCompoundKey(priority, .infinity) { key in
+                    let wanted = Self.intKey(priority)
                     var pk = MDB_val()
-                    let rc = mdb_cursor_get(byPriority, &key, &pk, MDB_SET_KEY)
-                    if rc == MDB_NOTFOUND { return 0 }
-                    try Self.check(rc, "mdb_cursor_get")
-                    var matches = 0
-                    try Self.check(mdb_cursor_count(byPriority, &matches), "mdb_cursor_count")
-                    // Walking updatedAt backwards visits about 50 × rows / matches entries; walking the
-                    // priority entries visits all `matches` and sorts them. Take the cheaper.
-                    let rows: [MDB_val]
-                    if 50 * Double(stat.ms_entries) < Double(matches) * Double(matches) {
-                        rows = try newestByWalkingUpdatedAt(priority: priority, txn)
-                    } else {
-                        rows = try newestBySortingPriorityEntries(byPriority, txn)
+                    var rows: [MDB_val] = []
+                    rows.reserveCapacity(50)
+                    var rc = mdb_cursor_get(c, &key, &pk, MDB_SET_RANGE)
+                    while rc == MDB_SUCCESS, rows.count < 50 {
+                        guard key.mv_size == 16, let k = key.mv_data, k.loadUnaligned(as: UInt64.self) == wanted else { break }
+                        var value = MDB_val()
+                        try Self.check(mdb_get(txn, dbis.todo, &pk, &value), "mdb_get (index entry)")
+                        rows.append(value)
+                        rc = mdb_cursor_get(c, &key, &pk, MDB_NEXT)
                     }
+                    guard rc == MDB_SUCCESS || rc == MDB_NOTFOUND else { throw LocalStoreError(.ioError, "lmdb-c: cursor: \(rc)") }
                     return rows.compactMap(Self.decode).count
                 }
             }
         }
-    }
-
-    /// The first 50 rows of `priority`, by updatedAt descending then id, from the updatedAt index read backwards.
-    private func newestByWalkingUpdatedAt(priority: Int64, _ txn: OpaquePointer) throws -> [MDB_val] {
-        try cursor(txn, dbis.byUpdatedAt) { c in
-            var rows: [MDB_val] = []
-            rows.reserveCapacity(64)
-            var key = MDB_val()
-            var pk = MDB_val()
-            var rc = mdb_cursor_get(c, &key, &pk, MDB_LAST)
-            while rc == MDB_SUCCESS {
-                // Within one updatedAt the primary keys are ascending: the id tie-break.
-                rc = mdb_cursor_get(c, &key, &pk, MDB_FIRST_DUP)
-                while rc == MDB_SUCCESS {
-                    var value = MDB_val()
-                    try Self.check(mdb_get(txn, dbis.todo, &pk, &value), "mdb_get (index entry)")
-                    if let v = value.mv_data, Self.priority(v) == priority { rows.append(value) }
-                    rc = mdb_cursor_get(c, &key, &pk, MDB_NEXT_DUP)
-                }
-                if rows.count >= 50 { return Array(rows.prefix(50)) }
-                rc = mdb_cursor_get(c, &key, &pk, MDB_PREV_NODUP)
-            }
-            guard rc == MDB_NOTFOUND else { throw LocalStoreError(.ioError, "lmdb-c: cursor: \(rc)") }
-            return rows
-        }
-    }
-
-    /// The first 50 rows of the priority the cursor is on, by updatedAt descending then id, from all its entries.
-    private func newestBySortingPriorityEntries(_ c: OpaquePointer, _ txn: OpaquePointer) throws -> [MDB_val] {
-        var all: [(updatedAt: Double, pk: MDB_val, value: MDB_val)] = []
-        var key = MDB_val()
-        var pk = MDB_val()
-        var rc = mdb_cursor_get(c, &key, &pk, MDB_FIRST_DUP)
-        while rc == MDB_SUCCESS {
-            var value = MDB_val()
-            try Self.check(mdb_get(txn, dbis.todo, &pk, &value), "mdb_get (index entry)")
-            if let v = value.mv_data { all.append((Self.updatedAt(v), pk, value)) }
-            rc = mdb_cursor_get(c, &key, &pk, MDB_NEXT_DUP)
-        }
-        all.sort { a, b in
-            if a.updatedAt != b.updatedAt { return a.updatedAt > b.updatedAt }
-            return Self.compare(a.pk, b.pk) < 0
-        }
-        return all.prefix(50).map(\.value)
-    }
-
-    private static func compare(_ a: MDB_val, _ b: MDB_val) -> Int32 {
-        let n = min(a.mv_size, b.mv_size)
-        let c = n == 0 ? 0 : memcmp(a.mv_data, b.mv_data, n)
-        if c != 0 { return c }
-        return a.mv_size < b.mv_size ? -1 : (a.mv_size > b.mv_size ? 1 : 0)
     }
 
     public func queryScan(textContains needle: String) throws -> Int {
@@ -440,6 +411,9 @@ public final class LMDBCSubject: BenchSubject {
                         guard let v = value.mv_data else { return }
                         try Self.withKey(Self.doubleKey(Self.updatedAt(v))) { k in
                             try Self.check(mdb_del(txn, dbis.byUpdatedAt, &k, &pk), "mdb_del updatedAt")
+                        }
+                        try Self.withCompoundKey(priority, Self.updatedAt(v)) { k in
+                            try Self.check(mdb_del(txn, dbis.byPriorityUpdatedAt, &k, &pk), "mdb_del priority_updatedAt")
                         }
                         try Self.check(mdb_del(txn, dbis.todo, &pk, nil), "mdb_del record")
                     }

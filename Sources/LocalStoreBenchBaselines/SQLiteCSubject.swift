@@ -91,6 +91,7 @@ public final class SQLiteCSubject: BenchSubject {
         "deleted" BOOLEAN);
         CREATE INDEX IF NOT EXISTS "TodoItem_priority" ON "TodoItem" ("priority");
         CREATE INDEX IF NOT EXISTS "TodoItem_updatedAt" ON "TodoItem" ("updatedAt");
+        CREATE INDEX IF NOT EXISTS "TodoItem_priority_updatedAt_desc" ON "TodoItem" ("priority", "updatedAt" DESC, "id");
         """
 
     /// Opens (creating) `directory/sqlite-c.sqlite` with the system tables.

@@ -8,15 +8,25 @@ struct IndexDefinition: Hashable, Sendable {
         var column: Int
         /// Whether the component holds the NOCASE form of a string (equality lookups only).
         var noCase: Bool
+        /// Whether the component's bytes are complemented, so that it sorts in descending order
+        /// (nulls last).
+        var descending: Bool = false
     }
 
     /// The name of the LMDB database.
     var database: String
     var components: [Component]
+    /// The compound index of the schema this database implements; `nil` for a column index (from
+    /// `Column.indexed`) and for the system tables' indexes.
+    var compound: TableIndex? = nil
 
-    /// `"<column>"` for a one-column index, `"(a, b[c])"` for a composite one.
+    /// `"<column>"` for a one-column index, `"(a, b[c])"` for a composite one; a compound index of
+    /// the schema is `"<name>(a, b desc)"`.
     func description(schema: TableSchema) -> String {
-        let names = components.map { schema.columns[$0.column].name + ($0.noCase ? "[c]" : "") }
+        let names = components.map {
+            schema.columns[$0.column].name + ($0.noCase ? "[c]" : "") + ($0.descending ? " desc" : "")
+        }
+        if let compound { return compound.resolvedName + "(" + names.joined(separator: ", ") + ")" }
         return names.count == 1 ? names[0] : "(" + names.joined(separator: ", ") + ")"
     }
 }
@@ -45,18 +55,36 @@ struct TableDefinition: Sendable {
         return def
     }
 
-    /// Adds a one-column index for every indexed column that has none yet.
+    /// Adds a one-column index for every indexed column that has none yet, and a database for every
+    /// compound index of the schema that has none yet.
     mutating func addMissingColumnIndexes() {
         for (n, c) in schema.columns.enumerated() where c.indexed && n != schema.idIndex {
             let components = [IndexDefinition.Component(column: n, noCase: false)]
-            if indexes.contains(where: { $0.components == components }) { continue }
+            if indexes.contains(where: { $0.compound == nil && $0.components == components }) { continue }
             indexes.append(IndexDefinition(database: TableDefinition.indexName(table: schema.name, components: components), components: components))
         }
+        for index in schema.indexes {
+            if indexes.contains(where: { $0.compound.map { $0.hasSameKeys(as: index) } ?? false }) { continue }
+            guard let positions = schema.positions(of: index) else { continue }  // validated before
+            let components = positions.map { IndexDefinition.Component(column: $0.column, noCase: false, descending: $0.descending) }
+            indexes.append(
+                IndexDefinition(database: TableDefinition.compoundName(table: schema.name, components: components), components: components, compound: index))
+        }
+    }
+
+    /// `x:<table>:<column>[d],...`: a compound index's database (`d` marks a descending component).
+    static func compoundName(table: String, components: [IndexDefinition.Component]) -> String {
+        "x:" + Identifier.fold(table) + ":" + components.map { String($0.column) + ($0.descending ? "d" : "") }.joined(separator: ",")
     }
 
     // MARK: Encoding
 
+    /// Version 1: column indexes only. Version 2 (written only when the table has a compound index,
+    /// so other tables stay readable by older code): a component flag byte with bit 0 NOCASE and bit 1
+    /// descending, and after each index's components a byte 1 for a compound index followed by a
+    /// name-present byte and the name, or 0.
     static let formatVersion: UInt8 = 1
+    static let compoundFormatVersion: UInt8 = 2
 
     static func typeCode(_ t: ColumnType) -> UInt8 {
         switch t {
@@ -84,7 +112,8 @@ struct TableDefinition: Sendable {
     }
 
     func encoded() -> [UInt8] {
-        var out: [UInt8] = [TableDefinition.formatVersion]
+        let v2 = indexes.contains { $0.compound != nil || $0.components.contains(where: \.descending) }
+        var out: [UInt8] = [v2 ? TableDefinition.compoundFormatVersion : TableDefinition.formatVersion]
         RecordCodec.appendBytes(schema.name.utf8, into: &out)
         RecordCodec.appendVarint(UInt64(schema.columns.count), into: &out)
         for c in schema.columns {
@@ -99,7 +128,20 @@ struct TableDefinition: Sendable {
             RecordCodec.appendVarint(UInt64(index.components.count), into: &out)
             for c in index.components {
                 RecordCodec.appendVarint(UInt64(c.column), into: &out)
-                out.append(c.noCase ? 1 : 0)
+                out.append((c.noCase ? 1 : 0) | (c.descending ? 2 : 0))
+            }
+            if v2 {
+                if let compound = index.compound {
+                    out.append(1)
+                    if let name = compound.name {
+                        out.append(1)
+                        RecordCodec.appendBytes(name.utf8, into: &out)
+                    } else {
+                        out.append(0)
+                    }
+                } else {
+                    out.append(0)
+                }
             }
         }
         return out
@@ -108,7 +150,11 @@ struct TableDefinition: Sendable {
     static func decode(_ bytes: UnsafeRawBufferPointer) throws -> TableDefinition {
         var r = ByteReader(bytes)
         do {
-            guard try r.byte() == formatVersion else { throw ByteReader.Failure("unknown table definition version") }
+            let version = try r.byte()
+            guard version == formatVersion || version == compoundFormatVersion else {
+                throw ByteReader.Failure("unknown table definition version")
+            }
+            let v2 = version == compoundFormatVersion
             let name = try r.string()
             guard Identifier.isValid(name) else { throw ByteReader.Failure("invalid table name") }
             let count = try r.varint()
@@ -126,8 +172,8 @@ struct TableDefinition: Sendable {
                 columns.append(Column(columnName, type, indexed: indexed == 1))
             }
             guard seen.contains("id") else { throw ByteReader.Failure("table without id") }
-            let schema = TableSchema(name: name, columns: columns)
-            guard schema.idType == .string || schema.idType == .integer else { throw ByteReader.Failure("bad id type") }
+            let columnsOnly = TableSchema(name: name, columns: columns)
+            guard columnsOnly.idType == .string || columnsOnly.idType == .integer else { throw ByteReader.Failure("bad id type") }
             let database = try r.string()
             let indexCount = try r.varint()
             guard indexCount <= UInt64(r.remaining) else { throw ByteReader.Failure("bad index count") }
@@ -140,14 +186,36 @@ struct TableDefinition: Sendable {
                 for _ in 0..<Int(n) {
                     let column = try r.varint()
                     guard column < UInt64(columns.count) else { throw ByteReader.Failure("index column out of range") }
-                    let noCase = try r.byte()
-                    guard noCase <= 1 else { throw ByteReader.Failure("bad component flag") }
-                    if noCase == 1 && columns[Int(column)].type != .string { throw ByteReader.Failure("NOCASE component on a non-string column") }
-                    components.append(.init(column: Int(column), noCase: noCase == 1))
+                    let flags = try r.byte()
+                    guard flags <= (v2 ? 3 : 1) else { throw ByteReader.Failure("bad component flag") }
+                    let noCase = flags & 1 != 0
+                    if noCase && columns[Int(column)].type != .string { throw ByteReader.Failure("NOCASE component on a non-string column") }
+                    components.append(.init(column: Int(column), noCase: noCase, descending: flags & 2 != 0))
                 }
-                indexes.append(IndexDefinition(database: db, components: components))
+                var compound: TableIndex? = nil
+                if v2 {
+                    let kind = try r.byte()
+                    guard kind <= 1 else { throw ByteReader.Failure("bad index kind") }
+                    if kind == 1 {
+                        let hasName = try r.byte()
+                        guard hasName <= 1 else { throw ByteReader.Failure("bad index name flag") }
+                        var indexName: String? = nil
+                        if hasName == 1 {
+                            let n = try r.string()
+                            guard Identifier.isValid(n) else { throw ByteReader.Failure("invalid index name") }
+                            indexName = n
+                        }
+                        guard !components.contains(where: \.noCase) else { throw ByteReader.Failure("NOCASE component in a compound index") }
+                        compound = TableIndex(
+                            name: indexName,
+                            components.map { TableIndex.Key(columns[$0.column].name, $0.descending ? .descending : .ascending) })
+                    }
+                }
+                indexes.append(IndexDefinition(database: db, components: components, compound: compound))
             }
             guard r.isAtEnd else { throw ByteReader.Failure("trailing bytes") }
+            let schema = TableSchema(name: name, columns: columns, indexes: indexes.compactMap(\.compound))
+            guard (try? schema.validateIndexes()) != nil else { throw ByteReader.Failure("invalid compound index") }
             return TableDefinition(schema: schema, database: database, indexes: indexes)
         } catch let f as ByteReader.Failure {
             throw LMDBErrors.corrupt("a table definition is malformed (\(f.what))")

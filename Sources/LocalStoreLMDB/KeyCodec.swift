@@ -127,21 +127,31 @@ enum KeyCodec {
         }
     }
 
+    /// Appends a component for a descending index key: the ascending encoding with every byte
+    /// complemented. The encodings are prefix-free, so complementing reverses their order exactly
+    /// (nulls, first ascending, come last) and keeps them prefix-free.
+    static func appendDescendingComponent(_ v: Value, into out: inout [UInt8]) {
+        let start = out.count
+        appendComponent(v, into: &out)
+        for i in start..<out.count { out[i] = ~out[i] }
+    }
+
     /// The length of the component starting at `offset` in `key`, or `nil` when the key ends
-    /// before the component does (a truncated long key).
-    static func componentLength<K: RandomAccessCollection>(_ key: K, at offset: Int) -> Int?
+    /// before the component does (a truncated long key). `descending` reads a complemented component.
+    static func componentLength<K: RandomAccessCollection>(_ key: K, at offset: Int, descending: Bool = false) -> Int?
     where K.Element == UInt8, K.Index == Int {
         guard offset < key.count else { return nil }
+        let flip: UInt8 = descending ? 0xFF : 0
         let fixed: Int
-        switch key[offset] {
+        switch key[offset] ^ flip {
         case Tag.null, Tag.json: fixed = 1
         case Tag.bool: fixed = 2
         case Tag.number, Tag.date: fixed = 9
         case Tag.string, Tag.binary:
             var i = offset + 1
             while i + 1 < key.count {
-                if key[i] == 0 {
-                    if key[i + 1] == 0x01 { return i + 2 - offset }
+                if key[i] ^ flip == 0 {
+                    if key[i + 1] ^ flip == 0x01 { return i + 2 - offset }
                     i += 2
                 } else {
                     i += 1
@@ -151,8 +161,8 @@ enum KeyCodec {
         case Tag.noCase:
             var i = offset + 1
             while i + 1 < key.count {
-                if key[i] == 0 {
-                    if key[i + 1] == 0x00 { return i + 2 - offset }
+                if key[i] ^ flip == 0 {
+                    if key[i + 1] ^ flip == 0x00 { return i + 2 - offset }
                     return i + 10 <= key.count ? i + 10 - offset : nil
                 }
                 i += 1

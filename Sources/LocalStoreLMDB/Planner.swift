@@ -35,6 +35,16 @@ enum QueryPlan {
     case ordered(PlanSource, KeyRange, descending: Bool)
     /// Every row.
     case scan
+    /// One range of a compound index walked in index order (reversed when `descending`), grouped by
+    /// its first `groupComponents` components (equalities, then the sort keys it answers); each group
+    /// is sorted by the full order and the walk stops once skip + top rows are out. `leading` is the
+    /// number of leading components the query uses.
+    case compoundOrdered(IndexDefinition, KeyRange, descending: Bool, groupComponents: Int, leading: Int)
+    /// Ranges of a compound index (`leading` components constrained).
+    case compoundRanges(IndexDefinition, [KeyRange], leading: Int)
+    /// The query needs only the count and the ranges of the index hold exactly the matching rows:
+    /// count the index entries without reading rows.
+    case countEntries(IndexDefinition, [KeyRange], leading: Int)
     /// The cost choice between an index's ranges and an ordered walk: `walk` (an ordered walk over
     /// `.all`) was estimated cheaper than reading `ranges` of `source`. The walk gives up after
     /// visiting `budget` entries (matches correlated with the sort order, against the estimate's
@@ -50,6 +60,12 @@ enum QueryPlan {
         case .ordered(.primary, _, _): return "ordered primary key"
         case .ordered(.index(let i), _, _): return "ordered index \(i.description(schema: table.schema))"
         case .scan: return "full scan"
+        case .compoundOrdered(let i, _, _, _, let leading):
+            return "ordered index \(i.description(schema: table.schema)) using \(leading) of \(i.components.count) columns"
+        case .compoundRanges(let i, _, let leading):
+            return "index \(i.description(schema: table.schema)) using \(leading) of \(i.components.count) columns"
+        case .countEntries(let i, _, let leading):
+            return "index-only count \(i.description(schema: table.schema)) using \(leading) of \(i.components.count) columns"
         case .walkOrRanges(let walk, let descending, _, _, _):
             return QueryPlan.ordered(walk, .all, descending: descending).description(table: table)
         }
@@ -107,18 +123,34 @@ struct QueryPlanner {
             default: continue
             }
         }
-        // 2. Key ranges: the index (or primary) with the best constraint.
-        var best: (source: PlanSource, ranges: [KeyRange], score: Int, firstColumnRangeOnly: Bool)?
-        for index in table.indexes {
-            if let c = candidate(index: index, parts: parts), c.score > (best?.score ?? 0) {
-                best = (.index(index), c.ranges, c.score, c.equalities == 0)
-            }
-        }
-        if let c = primaryCandidate(parts), c.score > (best?.score ?? 0) {
-            best = (.primary, c.ranges, c.score, true)
-        }
+        // 2. Key ranges: the index (or primary) with the best constraint; between equal constraints, one
+        // whose order answers the sort.
         let sortFirst = query.sort.first
         let canOrder = query.top != nil && !query.includeTotalCount
+        var best: (source: PlanSource, ranges: [KeyRange], score: Int, firstColumnRangeOnly: Bool)?
+        var bestIndex: (index: IndexDefinition, candidate: Candidate, order: SortMatch?)?
+        for index in table.indexes {
+            guard let c = candidate(index: index, parts: parts, partCount: parts.count) else { continue }
+            let order = canOrder ? sortMatch(index, c) : nil
+            let score = c.score * 2 + (order != nil ? 1 : 0)
+            if score > (best?.score ?? 0) {
+                best = (.index(index), c.ranges, score, c.equalities == 0)
+                bestIndex = (index, c, order)
+            }
+        }
+        if let c = primaryCandidate(parts), c.score * 2 > (best?.score ?? 0) {
+            best = (.primary, c.ranges, c.score * 2, true)
+            bestIndex = nil
+        }
+        if let (index, c, _) = bestIndex, c.exact, query.top == 0 {
+            // Only the count is wanted and the entries are exactly the matches: count them.
+            return .countEntries(index, c.ranges, leading: c.leading)
+        }
+        if let (index, c, order) = bestIndex, let order, index.compound != nil || c.equalities > 0 {
+            return .compoundOrdered(
+                index, c.ranges[0], descending: order.descending, groupComponents: order.groupComponents,
+                leading: max(c.leading, order.groupComponents))
+        }
         if let best {
             if canOrder, best.ranges.count == 1, best.firstColumnRangeOnly, let first = sortFirst,
                 orderColumn(best.source) == first.column
@@ -144,11 +176,24 @@ struct QueryPlanner {
                         walk: walk, descending: first.descending, budget: budget, source: best.source, ranges: best.ranges)
                 }
             }
+            if let (index, c, _) = bestIndex, index.compound != nil {
+                return .compoundRanges(index, c.ranges, leading: c.leading)
+            }
             return .ranges(best.source, best.ranges)
         }
-        // 3. An ordered walk over the first sort key's index.
+        // 3. An ordered walk over the first sort key's index, else over a compound index led by the sort keys.
         if canOrder, let first = sortFirst, let walk = orderedSource(first.column) {
             return .ordered(walk, .all, descending: first.descending)
+        }
+        if canOrder {
+            let whole = Candidate(ranges: [.all], equalities: 0, score: 0)
+            var bestWalk: (IndexDefinition, SortMatch)?
+            for index in table.indexes where index.compound != nil {
+                if let m = sortMatch(index, whole), m.groupComponents > (bestWalk?.1.groupComponents ?? 0) { bestWalk = (index, m) }
+            }
+            if let (index, m) = bestWalk {
+                return .compoundOrdered(index, .all, descending: m.descending, groupComponents: m.groupComponents, leading: m.groupComponents)
+            }
         }
         return .scan
     }
@@ -171,12 +216,42 @@ struct QueryPlanner {
         }
     }
 
+    /// How an index's order answers the query's sort: walked forwards or backwards, grouped by its
+    /// first `groupComponents` components.
+    struct SortMatch {
+        var descending: Bool
+        var groupComponents: Int
+    }
+
+    /// Whether walking `c`'s single range of `index` yields rows in the order of the sort keys that
+    /// follow its equality prefix (sort keys on columns the equalities fix are skipped: they are
+    /// constant). `nil` when it answers none of them.
+    private func sortMatch(_ index: IndexDefinition, _ c: Candidate) -> SortMatch? {
+        guard c.ranges.count == 1 else { return nil }
+        let fixed = Set(index.components.prefix(c.equalities).map(\.column))
+        var j = c.equalities
+        var direction: Bool? = nil
+        for key in query.sort where !fixed.contains(key.column) {
+            guard j < index.components.count else { break }
+            let component = index.components[j]
+            guard component.column == key.column, !component.noCase, key.column != schema.idIndex else { break }
+            let reversed = key.descending != component.descending
+            if let direction, direction != reversed { break }
+            direction = reversed
+            j += 1
+        }
+        guard let direction, j > c.equalities else { return nil }
+        return SortMatch(descending: direction, groupComponents: j)
+    }
+
     // MARK: Constraints on one component
 
     /// How a component's values are encoded.
     enum Mode {
         /// An index component: tag + order-preserving encoding.
         case value
+        /// A descending index component: the `value` encoding complemented.
+        case descending
         /// An index component holding the NOCASE form of a string.
         case noCase
         /// The primary key: the bare id encoding.
@@ -187,12 +262,15 @@ struct QueryPlanner {
     struct Constraint {
         var points: [[UInt8]]?
         var ranges: [KeyRange]
+        /// Whether the keys within `ranges` are exactly the rows the conjunct matches (not a superset).
+        var exact: Bool = false
     }
 
     private func encode(_ v: Value, _ mode: Mode) -> [UInt8] {
         var out: [UInt8] = []
         switch mode {
         case .value: KeyCodec.appendComponent(v, into: &out)
+        case .descending: KeyCodec.appendDescendingComponent(v, into: &out)
         case .noCase: KeyCodec.appendNoCaseComponent(v, into: &out)
         case .primary: KeyCodec.appendId(v, into: &out)
         }
@@ -226,16 +304,18 @@ struct QueryPlanner {
 
     /// The range of a comparison `column op v`, or `nil` when it gives no usable range.
     private func range(_ op: QueryPredicate.ComparisonOperator, _ v: Value, type: ColumnType, mode: Mode) -> Constraint? {
+        if mode == .descending { return descendingRange(op, v, type: type) }
         let nonNull: [UInt8]? = mode == .primary ? nil : [KeyCodec.Tag.null + 1]
         switch bound(v, column: type) {
         case .exact(let e):
             let key = encode(e, mode)
+            let exact = mode == .value
             switch op {
-            case .equal: return Constraint(points: [key], ranges: [KeyRange(lower: key, upper: KeyCodec.successor(key))])
-            case .less: return Constraint(points: nil, ranges: [KeyRange(lower: nonNull, upper: key)])
-            case .lessOrEqual: return Constraint(points: nil, ranges: [KeyRange(lower: nonNull, upper: KeyCodec.successor(key))])
-            case .greater: return Constraint(points: nil, ranges: [KeyRange(lower: KeyCodec.successor(key), upper: nil)])
-            case .greaterOrEqual: return Constraint(points: nil, ranges: [KeyRange(lower: key, upper: nil)])
+            case .equal: return Constraint(points: [key], ranges: [KeyRange(lower: key, upper: KeyCodec.successor(key))], exact: exact)
+            case .less: return Constraint(points: nil, ranges: [KeyRange(lower: nonNull, upper: key)], exact: exact)
+            case .lessOrEqual: return Constraint(points: nil, ranges: [KeyRange(lower: nonNull, upper: KeyCodec.successor(key))], exact: exact)
+            case .greater: return Constraint(points: nil, ranges: [KeyRange(lower: KeyCodec.successor(key), upper: nil)], exact: exact)
+            case .greaterOrEqual: return Constraint(points: nil, ranges: [KeyRange(lower: key, upper: nil)], exact: exact)
             case .notEqual: return nil
             }
         case .between(let lo, let hi):
@@ -245,6 +325,34 @@ struct QueryPlanner {
             case .equal: return Constraint(points: nil, ranges: [KeyRange(lower: low, upper: high)])
             case .less, .lessOrEqual: return Constraint(points: nil, ranges: [KeyRange(lower: nonNull, upper: high)])
             case .greater, .greaterOrEqual: return Constraint(points: nil, ranges: [KeyRange(lower: low, upper: nil)])
+            case .notEqual: return nil
+            }
+        }
+    }
+
+    /// ``range(_:_:type:mode:)`` for a descending component. Complemented encodings sort in reverse:
+    /// `x > v` is every key before `~enc(v)`, `x < v` every key after the keys starting with `~enc(v)`
+    /// up to the null component `[0xFF]` (nulls sort last and match no comparison).
+    private func descendingRange(_ op: QueryPredicate.ComparisonOperator, _ v: Value, type: ColumnType) -> Constraint? {
+        let nullKey: [UInt8] = [~KeyCodec.Tag.null]
+        switch bound(v, column: type) {
+        case .exact(let e):
+            let key = encode(e, .descending)
+            switch op {
+            case .equal: return Constraint(points: [key], ranges: [KeyRange(lower: key, upper: KeyCodec.successor(key))], exact: true)
+            case .less: return Constraint(points: nil, ranges: [KeyRange(lower: KeyCodec.successor(key), upper: nullKey)], exact: true)
+            case .lessOrEqual: return Constraint(points: nil, ranges: [KeyRange(lower: key, upper: nullKey)], exact: true)
+            case .greater: return Constraint(points: nil, ranges: [KeyRange(lower: nil, upper: key)], exact: true)
+            case .greaterOrEqual: return Constraint(points: nil, ranges: [KeyRange(lower: nil, upper: KeyCodec.successor(key))], exact: true)
+            case .notEqual: return nil
+            }
+        case .between(let lo, let hi):
+            let low = encode(.int(hi), .descending)
+            let high = KeyCodec.successor(encode(.int(lo), .descending))
+            switch op {
+            case .equal: return Constraint(points: nil, ranges: [KeyRange(lower: low, upper: high)])
+            case .less, .lessOrEqual: return Constraint(points: nil, ranges: [KeyRange(lower: low, upper: nullKey)])
+            case .greater, .greaterOrEqual: return Constraint(points: nil, ranges: [KeyRange(lower: nil, upper: high)])
             case .notEqual: return nil
             }
         }
@@ -271,25 +379,29 @@ struct QueryPlanner {
         case .compare(.literal(let v, _), let op, .column(let c, _, _), let noCase) where c == n:
             return comparison(QueryPlanner.flipped(op), v, noCase: noCase, type: type, mode: mode)
         case .in(.column(let c, _, _), let vs, let noCase) where c == n:
-            if mode == .value && noCase { return nil }
+            if (mode == .value || mode == .descending) && noCase { return nil }
             var points: [[UInt8]]? = []
             var ranges: [KeyRange] = []
+            var exact = true
             for v in vs {
                 guard let r = comparison(.equal, v, noCase: noCase, type: type, mode: mode) else { return nil }
                 if let p = r.points { points?.append(contentsOf: p) } else { points = nil }
                 ranges.append(contentsOf: r.ranges)
+                exact = exact && r.exact
             }
-            return Constraint(points: points, ranges: ranges)
+            return Constraint(points: points, ranges: ranges, exact: exact)
         case .isNull(.column(let c, _, _)) where c == n && mode != .primary:
-            let key: [UInt8] = [KeyCodec.Tag.null]
-            return Constraint(points: [key], ranges: [KeyRange(lower: key, upper: KeyCodec.successor(key))])
+            let key: [UInt8] = [mode == .descending ? ~KeyCodec.Tag.null : KeyCodec.Tag.null]
+            return Constraint(points: [key], ranges: [KeyRange(lower: key, upper: KeyCodec.successor(key))], exact: true)
         case .string(.startsWith, .column(let c, _, _), .literal(.string(let prefix), _), let noCase) where c == n:
             switch mode {
-            case .value:
+            case .value, .descending:
                 guard !noCase, type == .string else { return nil }
                 var key: [UInt8] = [KeyCodec.Tag.string]
                 KeyCodec.appendEscaped(prefix.utf8, terminated: false, into: &key)
-                return Constraint(points: nil, ranges: [KeyRange(lower: key, upper: KeyCodec.successor(key))])
+                // Complementing keeps "starts with": the descending keys of these strings start with ~key.
+                if mode == .descending { key = key.map { ~$0 } }
+                return Constraint(points: nil, ranges: [KeyRange(lower: key, upper: KeyCodec.successor(key))], exact: true)
             case .primary:
                 // NOCASE keys hold the folded bytes up to the first NUL: the folded prefix up to
                 // its first NUL bounds every id that starts with the pattern.
@@ -309,14 +421,16 @@ struct QueryPlanner {
         _ op: QueryPredicate.ComparisonOperator, _ v: Value, noCase: Bool, type: ColumnType, mode: Mode
     ) -> Constraint? {
         switch mode {
-        case .value:
+        case .value, .descending:
             // A byte-ordered component answers only case-sensitive comparisons.
             if noCase { return nil }
             return range(op, v, type: type, mode: mode)
         case .noCase:
             // NOCASE keys answer equality, case-sensitive or not (a superset for the former).
             guard op == .equal, case .string = v else { return nil }
-            return range(.equal, v, type: type, mode: mode)
+            var c = range(.equal, v, type: type, mode: mode)
+            c?.exact = noCase
+            return c
         case .primary:
             // String ids always compare with NOCASE, which is the primary key's order.
             return range(op, v, type: type, mode: mode)
@@ -324,38 +438,50 @@ struct QueryPlanner {
     }
 
     /// Combines the constraints on one component: exact points win; otherwise single ranges are
-    /// intersected.
-    private func combined(_ parts: [ResolvedPredicate], column n: Int, mode: Mode) -> Constraint? {
-        let found = parts.compactMap { constraint($0, column: n, mode: mode) }
-        if let points = found.first(where: { $0.points != nil }) { return points }
-        let singles = found.filter { $0.ranges.count == 1 }
-        guard !singles.isEmpty else { return found.first }
+    /// intersected. `used` lists the conjuncts (positions in `parts`) the result stands for; `exact`
+    /// is set only when its ranges are exactly the rows those conjuncts match.
+    private func combined(_ parts: [ResolvedPredicate], column n: Int, mode: Mode) -> (Constraint, used: [Int])? {
+        let found = parts.indices.compactMap { i in constraint(parts[i], column: n, mode: mode).map { (i, $0) } }
+        if let (i, points) = found.first(where: { $0.1.points != nil }) { return (points, [i]) }
+        let singles = found.filter { $0.1.ranges.count == 1 }
+        guard !singles.isEmpty else { return found.first.map { ($0.1, [$0.0]) } }
         var lower: [UInt8]? = nil
         var upper: [UInt8]? = nil
-        for c in singles {
+        for (_, c) in singles {
             if let l = c.ranges[0].lower, lower.map({ $0.lexicographicallyPrecedes(l) }) ?? true { lower = l }
             if let u = c.ranges[0].upper, upper.map({ u.lexicographicallyPrecedes($0) }) ?? true { upper = u }
         }
-        return Constraint(points: nil, ranges: [KeyRange(lower: lower, upper: upper)])
+        return (
+            Constraint(points: nil, ranges: [KeyRange(lower: lower, upper: upper)], exact: singles.allSatisfy(\.1.exact)),
+            singles.map(\.0)
+        )
     }
 
-    private struct Candidate {
+    struct Candidate {
         var ranges: [KeyRange]
         var equalities: Int
         var score: Int
+        /// The number of leading components constrained.
+        var leading: Int = 0
+        /// Whether the ranges hold exactly the rows matching the whole predicate.
+        var exact: Bool = false
     }
 
     /// The ranges of `index` the conjuncts allow: equalities on a prefix of its components, then
-    /// one constraint on the next component.
-    private func candidate(index: IndexDefinition, parts: [ResolvedPredicate]) -> Candidate? {
+    /// one constraint on the next component. `partCount` is the number of conjuncts (for `exact`).
+    private func candidate(index: IndexDefinition, parts: [ResolvedPredicate], partCount: Int) -> Candidate? {
         var prefixes: [[UInt8]] = [[]]
         var equalities = 0
+        var used = Set<Int>()
+        var exact = true
         for component in index.components {
-            let mode: Mode = component.noCase ? .noCase : .value
-            guard let c = combined(parts, column: component.column, mode: mode) else { break }
+            let mode: Mode = component.noCase ? .noCase : component.descending ? .descending : .value
+            guard let (c, u) = combined(parts, column: component.column, mode: mode) else { break }
             if let points = c.points, prefixes.count * points.count <= QueryPlanner.maximumRanges {
                 prefixes = prefixes.flatMap { p in points.map { p + $0 } }
                 equalities += 1
+                used.formUnion(u)
+                exact = exact && c.exact
                 continue
             }
             guard prefixes.count * c.ranges.count <= QueryPlanner.maximumRanges else { break }
@@ -364,16 +490,20 @@ struct QueryPlanner {
                     KeyRange(lower: p + (r.lower ?? []), upper: r.upper.map { p + $0 } ?? KeyCodec.successor(p))
                 }
             }
-            return Candidate(ranges: ranges, equalities: equalities, score: equalities * 2 + 1)
+            used.formUnion(u)
+            exact = exact && c.exact
+            return Candidate(
+                ranges: ranges, equalities: equalities, score: equalities * 2 + 1, leading: equalities + 1,
+                exact: exact && used.count == partCount)
         }
         guard equalities > 0 else { return nil }
         return Candidate(
             ranges: prefixes.map { KeyRange(lower: $0, upper: KeyCodec.successor($0)) }, equalities: equalities,
-            score: equalities * 2)
+            score: equalities * 2, leading: equalities, exact: exact && used.count == partCount)
     }
 
     private func primaryCandidate(_ parts: [ResolvedPredicate]) -> Candidate? {
-        guard let c = combined(parts, column: schema.idIndex, mode: .primary) else { return nil }
+        guard let (c, _) = combined(parts, column: schema.idIndex, mode: .primary) else { return nil }
         return Candidate(ranges: c.ranges, equalities: 0, score: 1)
     }
 }
@@ -411,7 +541,47 @@ struct QueryRunner {
             return query.select(try rows(source, ranges, primary: primary))
         case .scan:
             return try context.withAllRows(table, filter: RowFilter(query)) { query.select($0) }
+        case .compoundOrdered(let index, let range, let descending, let groupComponents, _):
+            return try ordered(.index(index), range, descending: descending, primary: primary, budget: .max, groupComponents: groupComponents)
+                ?? query.select(try rows(.index(index), [range], primary: primary))
+        case .compoundRanges(let index, let ranges, _):
+            return query.select(try rows(.index(index), ranges, primary: primary))
+        case .countEntries(let index, let ranges, _):
+            return ([], try countEntries(index, ranges, primary: primary))
         }
+    }
+
+    /// The number of rows within `ranges` of `index`, which hold exactly the matching rows: entries
+    /// are counted without reading their rows, except for a truncated (long) key or one outside
+    /// the full-key bounds, whose row is read and tested. Several ranges (from `IN`) are deduplicated.
+    private func countEntries(_ index: IndexDefinition, _ ranges: [KeyRange], primary: MDB_dbi) throws -> Int {
+        let dbi = try context.handle(index.database)
+        let dedup = ranges.count > 1
+        var seen = Set<[UInt8]>()
+        var n = 0
+        let predicate = query.predicate
+        let schema = self.schema
+        for r in ranges {
+            let s = r.stored
+            let lower = r.lower
+            let upper = r.upper
+            try context.walkRaw(dbi, lower: s.lower, upper: s.upper, descending: false) { key, value in
+                if dedup && !seen.insert(Array(value)).inserted { return true }
+                var inside = key.count <= KeyCodec.prefixLimit
+                if inside, let lower, lower.count > KeyCodec.prefixLimit, key.lexicographicallyPrecedes(lower) { inside = false }
+                if inside, let upper, upper.count > KeyCodec.prefixLimit, !key.lexicographicallyPrecedes(upper) { inside = false }
+                if inside {
+                    n += 1
+                } else if try row(storedKey: value, primary: primary, { record -> [Value]? in
+                    let row = try RecordCodec.decode(record, schema: schema).row
+                    return predicate.matches(row) ? row : nil
+                }) != nil {
+                    n += 1
+                }
+                return true
+            }
+        }
+        return n
     }
 
     /// The rows within `ranges` of `source`, each once. One range holds every row at most once (a
@@ -467,7 +637,9 @@ struct QueryRunner {
     /// stops once skip + top rows are out. Truncated long keys can put different values in one
     /// group (their order within the group is restored by the sort), never out of group order.
     /// `nil` when the walk visited more than `budget` entries before it was done.
-    private func ordered(_ source: PlanSource, _ range: KeyRange, descending: Bool, primary: MDB_dbi, budget: Int) throws
+    private func ordered(
+        _ source: PlanSource, _ range: KeyRange, descending: Bool, primary: MDB_dbi, budget: Int, groupComponents: Int = 1
+    ) throws
         -> (rows: [[Value]], count: Int)?
     {
         guard let top = query.top else { return try context.withAllRows(table) { query.select($0) } }
@@ -516,7 +688,7 @@ struct QueryRunner {
             let dbi = try context.handle(index.database)
             try context.walkRaw(dbi, lower: s.lower, upper: s.upper, descending: descending) { key, value in
                 let g: UnsafeRawBufferPointer
-                if let n = KeyCodec.componentLength(key, at: 0), n <= KeyCodec.prefixLimit {
+                if let n = QueryRunner.groupLength(key, index, groupComponents), n <= KeyCodec.prefixLimit {
                     g = UnsafeRawBufferPointer(rebasing: key[0..<n])
                 } else {
                     g = key.count > KeyCodec.prefixLimit ? UnsafeRawBufferPointer(rebasing: key[0..<KeyCodec.prefixLimit]) : key
@@ -534,6 +706,18 @@ struct QueryRunner {
         if overBudget { return nil }
         flush()
         return (Array(out.dropFirst(query.skip).prefix(top)), out.count)
+    }
+}
+
+extension QueryRunner {
+    /// The length of the first `components` components of an index key; `nil` when the key ends first.
+    static func groupLength(_ key: UnsafeRawBufferPointer, _ index: IndexDefinition, _ components: Int) -> Int? {
+        var offset = 0
+        for c in index.components.prefix(components) {
+            guard let n = KeyCodec.componentLength(key, at: offset, descending: c.descending) else { return nil }
+            offset += n
+        }
+        return offset
     }
 }
 

@@ -304,6 +304,8 @@ final class TxnContext {
         for c in index.components {
             if c.noCase {
                 KeyCodec.appendNoCaseComponent(row[c.column], into: &out)
+            } else if c.descending {
+                KeyCodec.appendDescendingComponent(row[c.column], into: &out)
             } else {
                 KeyCodec.appendComponent(row[c.column], into: &out)
             }

@@ -141,23 +141,76 @@ struct TableInfo: Sendable {
         case .errors: return [make("operationId", [col("operationId")])]
         case .config: return [make("table_key_keyType", [col("table"), col("key"), col("keyType")])]
         case .user:
-            return schema.columns.enumerated().compactMap { n, c in
+            let single = schema.columns.enumerated().compactMap { n, c in
                 c.indexed && n != schema.idIndex ? make(c.name, [SQLNames.quote(c.name)]) : nil
             }
+            // Compound indexes get a label of their own (`index:T:compound:name`), so that a compound
+            // index named like a column never meets that column's index. The id ends every one (as in
+            // the other backends' index entries): a query sorted on the index's columns then by the id
+            // tie-break reads the index in order, with no sort at all.
+            let idName = schema.columns[schema.idIndex].name
+            let compound = schema.indexes.map { index in
+                var columns = index.keys.map { SQLNames.quote(schema.column(named: $0.column)?.name ?? $0.column) + ($0.isDescending ? " DESC" : "") }
+                if !index.keys.contains(where: { Identifier.fold($0.column) == Identifier.fold(idName) }) { columns.append(SQLNames.quote(idName)) }
+                return make("compound:" + Identifier.fold(index.resolvedName), columns)
+            }
+            return single + compound
         }
     }
 
-    /// The columns as stored in the metadata table: a JSON array of `{name, type, indexed}`.
+    /// The columns as stored in the metadata table: a JSON array of `{name, type, indexed}`; when the
+    /// table has compound indexes, an object `{"columns": [...], "indexes": [{"name", "keys": [{"column",
+    /// "descending"}]}]}` (stores written before compound indexes hold the array, which stays readable).
     var columnsJSON: String {
-        JSON.array(
+        let columns = JSON.array(
             schema.columns.map {
                 JSON.object(["name": .string($0.name), "type": .string($0.type.rawValue), "indexed": .bool($0.indexed)])
             }
-        ).jsonText
+        )
+        if schema.indexes.isEmpty { return columns.jsonText }
+        let indexes = JSON.array(
+            schema.indexes.map { index in
+                var o: [String: JSON] = [
+                    "keys": .array(index.keys.map { .object(["column": .string($0.column), "descending": .bool($0.isDescending)]) })
+                ]
+                if let name = index.name { o["name"] = .string(name) }
+                return .object(o)
+            })
+        return JSON.object(["columns": columns, "indexes": indexes]).jsonText
     }
 
-    static func columns(fromJSON text: String) -> [Column]? {
-        guard case .array(let items)? = try? JSON(parsing: text) else { return nil }
+    /// The columns and compound indexes stored by ``columnsJSON``; nil when malformed.
+    static func definition(fromJSON text: String) -> ([Column], [TableIndex])? {
+        guard let json = try? JSON(parsing: text) else { return nil }
+        switch json {
+        case .array:
+            return columns(fromJSON: json).map { ($0, []) }
+        case .object(let o):
+            guard let c = o["columns"], let columns = columns(fromJSON: c), case .array(let items)? = o["indexes"] else { return nil }
+            var indexes: [TableIndex] = []
+            for item in items {
+                guard case .object(let i) = item, case .array(let keys)? = i["keys"] else { return nil }
+                var name: String? = nil
+                if let n = i["name"] {
+                    guard case .string(let s) = n else { return nil }
+                    name = s
+                }
+                var parsed: [TableIndex.Key] = []
+                for k in keys {
+                    guard case .object(let ko) = k, case .string(let column)? = ko["column"], case .bool(let d)? = ko["descending"]
+                    else { return nil }
+                    parsed.append(TableIndex.Key(column, d ? .descending : .ascending))
+                }
+                indexes.append(TableIndex(name: name, parsed))
+            }
+            return (columns, indexes)
+        default:
+            return nil
+        }
+    }
+
+    static func columns(fromJSON json: JSON) -> [Column]? {
+        guard case .array(let items) = json else { return nil }
         var columns: [Column] = []
         for item in items {
             guard case .object(let o) = item, case .string(let name)? = o["name"], case .string(let t)? = o["type"],

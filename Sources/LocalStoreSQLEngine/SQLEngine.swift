@@ -263,12 +263,15 @@ package final class SQLEngine: @unchecked Sendable {
         try w.withStatement(sql) { s in
             while try s.step() {
                 let name = s.text(0)
-                guard let kind = TableKind(rawValue: Int(s.int64(2))), let columns = TableInfo.columns(fromJSON: s.text(3))
+                guard let kind = TableKind(rawValue: Int(s.int64(2))), let (columns, indexes) = TableInfo.definition(fromJSON: s.text(3))
                 else {
                     throw LocalStoreError(.corrupt, "the definition of table '\(name)' in '\(path)' cannot be read", table: name)
                 }
-                tables[Identifier.fold(name)] = TableInfo(
-                    schema: TableSchema(name: name, columns: columns), sqlName: s.text(1), kind: kind)
+                let schema = TableSchema(name: name, columns: columns, indexes: indexes)
+                do { try schema.validateIndexes() } catch {
+                    throw LocalStoreError(.corrupt, "the definition of table '\(name)' in '\(path)' is invalid: \(error)", table: name)
+                }
+                tables[Identifier.fold(name)] = TableInfo(schema: schema, sqlName: s.text(1), kind: kind)
             }
         }
         for t in systemTables where tables[Identifier.fold(t.schema.name)]?.kind != t.kind {

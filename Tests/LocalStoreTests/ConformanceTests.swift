@@ -54,6 +54,9 @@ struct ConformanceTests {
         "redefineAddsColumnsKeepingData",
         "redefineAddsIndex",
         "defineTableSchemaConflicts",
+        "compoundIndexDefinition",
+        "compoundIndexQueries",
+        "compoundIndexRandomQueries",
         "defineTableInvalidIdentifiers",
         "defineTableReservedNames",
         "defineTableColumnLimit",
@@ -173,6 +176,9 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func redefineAddsColumnsKeepingData(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func redefineAddsIndex(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func defineTableSchemaConflicts(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func compoundIndexDefinition(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func compoundIndexQueries(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func compoundIndexRandomQueries(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func defineTableInvalidIdentifiers(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func defineTableReservedNames(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func defineTableColumnLimit(_ backend: StoreFactory) throws { try runCheck(backend) }
