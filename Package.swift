@@ -50,7 +50,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LocalStoreSQLiteTests",
-            dependencies: ["LocalStore", "LocalStoreSQLEngine", "LocalStoreSQLite", "LocalStoreConformance"]
+            dependencies: ["LocalStore", "LocalStoreSQLEngine", "LocalStoreSQLite", "LocalStoreConformance", "LocalStoreBench"]
         ),
         .target(name: "LocalStoreBench", dependencies: ["LocalStore"]),
         .target(name: "LocalStoreBenchBaselines", dependencies: ["LocalStoreBench", "CSQLite", "CLMDB"]),

@@ -35,6 +35,11 @@ public struct TodoRecord: Sendable, Hashable {
         ])
     }
 
+    /// The list query of `query-indexed`: `priority == p`, sorted by updatedAt descending, top 50.
+    public static func listQuery(priority: Int64) -> Query {
+        Query("TodoItem", where: Field("priority") == .literal(.int(priority)), sort: [SortKey("updatedAt", .descending)], top: 50)
+    }
+
     /// The table's schema: priority and updatedAt indexed, and the compound index (priority, updatedAt
     /// descending) that answers the list query (`priority == p` sorted by updatedAt descending, top 50).
     public static let schema = TableSchema(
@@ -96,10 +101,7 @@ public final class LocalStoreSubject: BenchSubject {
     public func read(id: String) throws -> Bool { try store.read(table: "TodoItem", id: id) != nil }
 
     public func queryIndexed(priority: Int64) throws -> Int {
-        try store.read(
-            Query("TodoItem", where: Field("priority") == .literal(.int(priority)),
-                  sort: [SortKey("updatedAt", .descending)], top: 50)
-        ).items.count
+        try store.read(TodoRecord.listQuery(priority: priority)).items.count
     }
 
     public func queryScan(textContains needle: String) throws -> Int {

@@ -197,6 +197,11 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
         try lock.with { try $0.query(sql: sql, arguments: arguments) }
     }
 
+    /// How SQLite answers `query` (see `SQLiteStore.explain(_:)`).
+    public func explain(_ query: Query) throws -> String {
+        try lock.with { try $0.explain(query) }
+    }
+
     /// Moves every committed page from the write-ahead log into the database file and truncates the log.
     public func checkpoint() throws { try lock.with { try $0.checkpoint() } }
 

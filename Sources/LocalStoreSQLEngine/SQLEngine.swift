@@ -573,6 +573,11 @@ package final class SQLEngine: @unchecked Sendable {
         try transaction(implicit: false) { try body($0) }
     }
 
+    /// SQLite's query plan for `query` (see `SQLiteStore.explain(_:)`).
+    package func explain(_ query: Query) throws -> String {
+        try withReader { try $0.queryPlan(query) }.joined(separator: "; ")
+    }
+
     /// Runs one read-only SQL statement on a reader connection (see `SQLiteStore.query(sql:arguments:)`).
     package func query(sql: String, arguments: [Value]) throws -> [Item] {
         try withReader { try $0.rawQuery(sql, arguments) }

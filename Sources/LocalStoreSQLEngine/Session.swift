@@ -113,6 +113,28 @@ struct Session {
         return wantsRows && q.includeTotalCount ? try snapshot(run) : try run()
     }
 
+    /// The `detail` lines of SQLite's `EXPLAIN QUERY PLAN` for the statement ``read(_:)`` runs for
+    /// `query` (its count statement when the query returns no rows); one line saying so when the query
+    /// is answered in Swift instead.
+    func queryPlan(_ query: Query) throws -> [String] {
+        let t = try table(query.table)
+        let q = try ResolvedQuery(query, schema: t.schema)
+        let hasFunctions = connection.hasFunctions
+        let limit = connection.variableLimit
+        let text: Fragment
+        do {
+            text = q.top != 0
+                ? try SQLCompiler.select(q, table: t.sqlName, columns: q.projection, hasFunctions: hasFunctions, variableLimit: limit)
+                : try SQLCompiler.count(q, table: t.sqlName, hasFunctions: hasFunctions, variableLimit: limit)
+        } catch is NeedsFallback {
+            return ["evaluated in Swift over every row"]
+        }
+        var lines: [String] = []
+        // The detail is the fourth column both before SQLite 3.24 (selectid, order, from, detail) and after.
+        try rows(Fragment(sql: "EXPLAIN QUERY PLAN " + text.sql, arguments: text.arguments)) { s in lines.append(s.text(3)) }
+        return lines
+    }
+
     // MARK: Writes (inside a write transaction)
 
     func upsert(_ items: [Item], into name: String, options: UpsertOptions) throws {

@@ -170,4 +170,11 @@ public final class SQLiteStore: LocalStore, IntegrityChecking {
     public func query(sql: String, arguments: [Value] = []) throws -> [Item] {
         try engine.query(sql: sql, arguments: arguments)
     }
+
+    /// How SQLite answers `query`: the `detail` lines of `EXPLAIN QUERY PLAN` for the statement a read
+    /// of `query` runs, joined by `"; "` — for example `SEARCH TABLE TodoItem USING INDEX … (priority=?)`.
+    /// A plan without `USE TEMP B-TREE FOR ORDER BY` reads the rows in the query's order.
+    public func explain(_ query: Query) throws -> String {
+        try engine.explain(query)
+    }
 }
