@@ -4,7 +4,10 @@
 /// Reads run concurrently with each other; a write transaction excludes readers until it commits or
 /// rolls back, so a reader never sees half of a transaction. Indexed columns keep an ordered index
 /// (a B-tree), so an equality, range, `IN` or prefix filter on an indexed column, or a sort on one
-/// with `top`, does not scan and sort the whole table. ``explain(_:)`` tells which plan a query gets.
+/// with `top`, does not scan and sort the whole table. A compound index (``TableIndex``) keeps a B-tree over
+/// composite entries: an equality prefix, a range on the next column and a sort on the columns after it read
+/// the index range in order and stop after `skip + top` rows; a count it answers exactly counts entries.
+/// ``explain(_:)`` tells which plan a query gets.
 public final class InMemoryStore: LocalStore, @unchecked Sendable {
     /// The names of the system tables.
     public let systemTableNames: SystemTableNames
@@ -116,7 +119,9 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
     }
 
     /// Describes how `query` would be answered: `"primary key"`, `"index <column>"`,
-    /// `"ordered index <column>"` or `"full scan"`.
+    /// `"ordered index <column>"`, `"full scan"`, or for a compound index
+    /// `"[ordered ]index <name>(<a>, <b> desc) using <n> of <m> columns"` and
+    /// `"index-only count <name>(…) using <n> of <m> columns"`.
     public func explain(_ query: Query) throws -> String {
         try writer.check()
         return try lock.withReadLock {

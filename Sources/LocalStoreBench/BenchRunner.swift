@@ -116,11 +116,15 @@ public struct BenchRunner {
     public var records: Int
     public var seed: UInt64
     public var progress: Progress?
+    /// The workloads to run; `nil` for all. A selection runs each chosen workload from the state it
+    /// starts from in a full run (``BenchSession/prepare(for:)``: the table loaded untimed, ...).
+    public var workloads: Set<Workload>?
 
-    public init(records: Int, seed: UInt64, progress: Progress? = nil) {
+    public init(records: Int, seed: UInt64, progress: Progress? = nil, workloads: Set<Workload>? = nil) {
         self.records = records
         self.seed = seed
         self.progress = progress
+        self.workloads = workloads
     }
 
     /// Runs every workload on `backend` in a fresh temporary directory (removed afterwards).
@@ -129,7 +133,8 @@ public struct BenchRunner {
         let session = try BenchSession(backend: backend, records: records, seed: seed)
         defer { session.removeFiles() }
         var results: [BenchResult] = []
-        for workload in Workload.allCases where session.supports(workload) {
+        for workload in Workload.allCases where session.supports(workload) && workloads.map({ $0.contains(workload) }) ?? true {
+            if workloads != nil { try session.prepare(for: workload) }
             progress?.begin(backend.name, workload)
             var m = Measurement()
             var ops = 0

@@ -2,7 +2,7 @@ import LocalStore
 
 extension LMDBStore: IntegrityChecking {
     /// Walks the whole store: decodes every record of every table (system tables included) through a
-    /// full scan, then walks every column index in order and checks that it names exactly the table's
+    /// full scan, then walks every column index and compound index in order and checks that it names exactly the table's
     /// rows, in the order of the column's values. LMDB itself checks every page it reads. Returns one line
     /// per problem; empty when the store is sound.
     public func checkIntegrity() throws -> [String] {
@@ -22,28 +22,36 @@ extension LMDBStore: IntegrityChecking {
             }
             let ids = rows.compactMap(\.id)
             if ids.count != rows.count { problems.append("table '\(schema.name)': \(rows.count - ids.count) rows without an id") }
-            for column in schema.columns where column.indexed && column.name != "id" && !rows.isEmpty {
-                let q = Query(schema.name, sort: [SortKey(column.name)], top: rows.count)
+            // Column indexes, then compound indexes: a sort on the index's keys with top walks the index.
+            var walks: [(label: String, sort: [SortKey], first: String)] = schema.columns
+                .filter { $0.indexed && $0.name != "id" }.map { ($0.name, [SortKey($0.name)], $0.name) }
+            for index in schema.indexes {
+                walks.append((index.resolvedName, index.keys.map { SortKey($0.column, $0.direction) }, index.keys[0].column))
+            }
+            for walk in walks where !rows.isEmpty {
+                let column = (label: walk.label, name: walk.first)
+                let descending = walk.sort[0].direction == .descending
+                let q = Query(schema.name, sort: walk.sort, top: rows.count)
                 let viaIndex: [Item]
                 do {
                     viaIndex = try read(q).items
                 } catch let e as LocalStoreError where e.code == .corrupt {
-                    problems.append("index '\(schema.name).\(column.name)': \(e.message)")
+                    problems.append("index '\(schema.name).\(column.label)': \(e.message)")
                     continue
                 }
                 if viaIndex.count != rows.count {
                     problems.append(
-                        "index '\(schema.name).\(column.name)' names \(viaIndex.count) rows; the table has \(rows.count)")
+                        "index '\(schema.name).\(column.label)' names \(viaIndex.count) rows; the table has \(rows.count)")
                     continue
                 }
                 let tableIds = Set(ids.map { Collation.noCaseKeyOf($0) })
                 let indexIds = Set(viaIndex.compactMap(\.id).map { Collation.noCaseKeyOf($0) })
                 if tableIds != indexIds {
-                    problems.append("index '\(schema.name).\(column.name)' and the table hold different rows")
+                    problems.append("index '\(schema.name).\(column.label)' and the table hold different rows")
                 }
                 let values = viaIndex.map { $0.value(forColumn: column.name) ?? .null }
-                for k in values.indices.dropFirst() where Collation.compare(values[k - 1], values[k]) > 0 {
-                    problems.append("index '\(schema.name).\(column.name)' is out of order at entry \(k)")
+                for k in values.indices.dropFirst() where Collation.compare(values[k - 1], values[k]) * (descending ? -1 : 1) > 0 {
+                    problems.append("index '\(schema.name).\(column.label)' is out of order at entry \(k)")
                     break
                 }
             }

@@ -244,7 +244,9 @@ public final class LMDBStore: LocalStore {
     /// Describes how `query` would be answered: `"primary key"` (id lookups), `"primary key
     /// range"`, `"index <column>"` (`"index (a, b)"` for a composite index), `"ordered index
     /// <column>"` / `"ordered primary key"` (a walk in sort order that stops after skip + top
-    /// rows), `"full scan"`, or `"empty"` (the predicate is always false).
+    /// rows), `"full scan"`, or `"empty"` (the predicate is always false). A compound index of the
+    /// schema reads `"[ordered ]index <name>(<a>, <b> desc) using <n> of <m> columns"` (the leading
+    /// columns the query uses), and a count it answers exactly `"index-only count <name>(…) using …"`.
     public func explain(_ query: Query) throws -> String {
         try checkOpen()
         return try environment.read { try $0.explain(query) }

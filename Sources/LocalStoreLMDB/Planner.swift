@@ -182,17 +182,19 @@ struct QueryPlanner {
             return .ranges(best.source, best.ranges)
         }
         // 3. An ordered walk over the first sort key's index, else over a compound index led by the sort keys.
-        if canOrder, let first = sortFirst, let walk = orderedSource(first.column) {
-            return .ordered(walk, .all, descending: first.descending)
-        }
+        // (A compound index answering two or more sort keys beats a one-column walk.)
         if canOrder {
             let whole = Candidate(ranges: [.all], equalities: 0, score: 0)
             var bestWalk: (IndexDefinition, SortMatch)?
             for index in table.indexes where index.compound != nil {
                 if let m = sortMatch(index, whole), m.groupComponents > (bestWalk?.1.groupComponents ?? 0) { bestWalk = (index, m) }
             }
-            if let (index, m) = bestWalk {
+            let single = sortFirst.flatMap { orderedSource($0.column) }
+            if let (index, m) = bestWalk, m.groupComponents > 1 || single == nil {
                 return .compoundOrdered(index, .all, descending: m.descending, groupComponents: m.groupComponents, leading: m.groupComponents)
+            }
+            if let first = sortFirst, let walk = single {
+                return .ordered(walk, .all, descending: first.descending)
             }
         }
         return .scan

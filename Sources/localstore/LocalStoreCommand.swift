@@ -31,6 +31,9 @@ struct Bench: ParsableCommand {
     @Option(help: "Records in the table.")
     var records: Int = 100_000
 
+    @Option(help: "Comma-separated workloads to run (default: all); the table is loaded untimed when upsert is not among them.")
+    var workloads: String?
+
     @Option(help: "Seed of the data and of the random choices.")
     var seed: UInt64 = 42
 
@@ -46,6 +49,21 @@ struct Bench: ParsableCommand {
         for name in requested where !known.contains(name) {
             throw ValidationError("unknown backend '\(name)'; known: \(known.sorted().joined(separator: ", "))")
         }
+        _ = try selectedWorkloads()
+    }
+
+    /// The workloads of `--workloads`; `nil` for all.
+    func selectedWorkloads() throws -> Set<Workload>? {
+        guard let workloads else { return nil }
+        var set = Set<Workload>()
+        for name in workloads.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !name.isEmpty {
+            guard let w = Workload(rawValue: name) else {
+                throw ValidationError("unknown workload '\(name)'; known: \(Workload.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            set.insert(w)
+        }
+        guard !set.isEmpty else { throw ValidationError("--workloads names no workload") }
+        return set
     }
 
     var requested: [String] {
@@ -57,7 +75,7 @@ struct Bench: ParsableCommand {
         if !noBaselines {
             for b in BackendRegistry.baselineNames where !names.contains(b) { names.append(b) }
         }
-        let runner = BenchRunner(records: records, seed: seed, progress: Progress())
+        let runner = BenchRunner(records: records, seed: seed, progress: Progress(), workloads: try selectedWorkloads())
         var report = BenchReport(records: records, environment: BackendRegistry.environment(), results: [], footprints: [])
         var baselines: [String: String] = [:]
         // Baselines first, so a backend's ratio is available as soon as it is measured.

@@ -49,6 +49,7 @@ struct Inspect: ParsableCommand {
             for c in schema.columns {
                 out += "    \(c.name)  \(c.type)\(c.indexed ? "  indexed" : "")\n"
             }
+            for index in schema.indexes { out += "    index \(index)\n" }
         }
         let ops = try s.pendingOperations()
         out += "pending operations: \(ops.count)\n"

@@ -21,3 +21,13 @@ import Testing
     #expect(try store.pendingOperationCount() == 0)
     #expect(try store.explain(Query("TodoItem", where: Field("priority") == 2)) == "index priority")
 }
+
+/// The README's compound-index example, verbatim.
+@Test func readmeCompoundIndexExampleRuns() throws {
+    let store = try InMemoryStore()
+    try store.defineTable(TableSchema(name: "TodoItem", columns: [Column("text", .string), Column("priority", .integer),
+                                                                  Column("updatedAt", .date)],
+                                      indexes: [TableIndex(("priority", .ascending), ("updatedAt", .descending))]))
+    let page = Query("TodoItem", where: Field("priority") == 3, sort: [SortKey("updatedAt", .descending)], top: 50)
+    #expect(try store.explain(page) == "ordered index priority_updatedAt_desc(priority, updatedAt desc) using 2 of 2 columns")
+}
