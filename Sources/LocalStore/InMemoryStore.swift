@@ -17,6 +17,8 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
     // Guarded by `lock`.
     private var tables: [String: MemTable] = [:]
     private var isClosed = false
+    /// Committed changes go to the observers through this.
+    public let changeCenter = ChangeCenter()
 
     /// Creates an empty store holding only the three system tables.
     public init(systemTableNames: SystemTableNames = .default) throws {
@@ -69,6 +71,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
             isClosed = true
             tables = [:]
         }
+        changeCenter.finish()
     }
 
     public func schema(of table: String) throws -> TableSchema? {
@@ -107,14 +110,17 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
             guard !isClosed else { throw LocalStoreError.closed() }
             writer.set()
             defer { writer.clear() }
-            let tx = Transaction(store: self)
+            let tx = Transaction(store: self, changes: changeCenter.beginTransaction())
             defer { tx.isActive = false }
+            let result: R
             do {
-                return try body(tx)
+                result = try body(tx)
             } catch {
                 tx.rollback()
                 throw error
             }
+            changeCenter.publish(tx.changes)
+            return result
         }
     }
 
@@ -162,8 +168,13 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
         let store: InMemoryStore
         var isActive = true
         private var undo: [(MemTable, MemTable.Key, [Value]?)] = []
+        /// What this transaction changed, when somebody observes the store.
+        var changes: ChangeCollector?
 
-        init(store: InMemoryStore) { self.store = store }
+        init(store: InMemoryStore, changes: ChangeCollector?) {
+            self.store = store
+            self.changes = changes
+        }
 
         var systemTableNames: SystemTableNames { store.systemTableNames }
 
@@ -212,6 +223,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
                     set(t, key, p.newRow(columnCount: width))
                 }
             }
+            if changes != nil, !prepared.isEmpty { changes?.upserted(prepared.map(\.id), in: t.schema.name) }
         }
 
         func delete(ids: [Value], from table: String) throws {
@@ -223,6 +235,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
                 let key = MemTable.key(id)
                 if t.row(key) != nil { set(t, key, nil) }
             }
+            if changes != nil, !ids.isEmpty { changes?.deleted(ids, in: t.schema.name) }
         }
 
         func delete(matching query: Query) throws {
@@ -230,6 +243,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
             let (t, q) = try store.resolve(query)
             let rows = t.run(q).rows
             for row in rows { set(t, MemTable.key(row[t.schema.idIndex]), nil) }
+            if changes != nil, !rows.isEmpty { changes?.changedMany(in: t.schema.name) }
         }
 
         func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {

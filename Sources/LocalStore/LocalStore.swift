@@ -81,6 +81,8 @@ public protocol LocalStoreTransaction: LocalStoreAccess {}
 ///   definition (existing rows read null for new columns). Changing a column's type or the id's type
 ///   is `schemaConflict`; a system table's name is `reservedName`; a bad name is `invalidIdentifier`.
 /// - After ``close()`` every call fails with `closed` and the store's files are released.
+/// - Every committed write transaction that changed something is published through
+///   ``changeCenter`` after its commit, in commit order; a rolled-back one never is.
 public protocol LocalStore: LocalStoreAccess, Sendable {
     /// Creates `schema`'s table or adds its new columns and indexes to the existing one.
     func defineTable(_ schema: TableSchema) throws
@@ -90,6 +92,11 @@ public protocol LocalStore: LocalStoreAccess, Sendable {
 
     /// Closes the store. Further calls fail with `closed`; closing twice is allowed.
     func close() throws
+
+    /// Where the store publishes its committed changes (see ``changes()``, ``observe(_:)`` and
+    /// docs/observation.md). A backend publishes every committed write transaction through it, in
+    /// commit order and only after the commit, and calls ``ChangeCenter/finish()`` on close.
+    var changeCenter: ChangeCenter { get }
 }
 
 // MARK: - Conveniences

@@ -73,6 +73,8 @@ package final class PThreadMutex: @unchecked Sendable {
 
     package func lock() { pthread_mutex_lock(mutex) }
     package func unlock() { pthread_mutex_unlock(mutex) }
+    /// Takes the mutex if it is free; `false` (without waiting) when another thread holds it.
+    package func tryLock() -> Bool { pthread_mutex_trylock(mutex) == 0 }
 
     /// Waits for a ``broadcast()``; the caller holds the mutex.
     package func wait() { pthread_cond_wait(condition, mutex) }

@@ -444,13 +444,15 @@ final class Environment: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` in a read transaction (a consistent snapshot; never blocks on a writer).
-    func read<R>(_ body: (TxnContext) throws -> R) throws -> R {
+    /// Runs `body` in a read transaction (a consistent snapshot; never blocks on a writer). `tracker`
+    /// learns the snapshot's transaction id when somebody observes (commits made elsewhere).
+    func read<R>(tracker: LMDBChangeTracker? = nil, _ body: (TxnContext) throws -> R) throws -> R {
         try writer.check()
         gate.lockShared()
         defer { gate.unlockShared() }
         while true {
             let txn = try beginTransaction(readOnly: true)
+            if let tracker, tracker.center.isObserved { tracker.sawCommitted(mdb_txn_id(txn)) }
             let catalog: Catalog
             do {
                 catalog = try self.catalog(for: txn)
@@ -468,8 +470,19 @@ final class Environment: @unchecked Sendable {
         }
     }
 
+    /// The id of the environment's last committed transaction, or `nil` once it is closed.
+    func lastCommittedTxnId() -> Int? {
+        gate.lockShared()
+        defer { gate.unlockShared() }
+        guard isOpen else { return nil }
+        var info = MDB_envinfo()
+        mdb_env_info(env, &info)
+        return info.me_last_txnid
+    }
+
     /// Runs `body` in the write transaction and commits; see ``TxnContext`` for map growth.
-    func write<R>(_ body: (TxnContext) throws -> R) throws -> R {
+    /// `tracker` records the changes and publishes them after the commit.
+    func write<R>(tracker: LMDBChangeTracker? = nil, _ body: (TxnContext) throws -> R) throws -> R {
         try writer.check()
         writeLock.lock()
         defer { writeLock.unlock() }
@@ -480,13 +493,16 @@ final class Environment: @unchecked Sendable {
         var restarts = 0
         while true {
             let context = try beginWriteContext()
+            context.changes = tracker?.writeBegan(txnId: context.startTxnId)
             do {
                 let result = try body(context)
                 if context.needsRestart { throw RestartSignal() }
                 if let failure = context.failure { throw failure }
                 try context.commit()
+                tracker?.committed(txnId: context.startTxnId, context.changes)
                 return result
             } catch {
+                tracker?.aborted(context.changes)
                 let restart = context.needsRestart || error is RestartSignal
                 context.end()
                 if restart {

@@ -86,6 +86,11 @@ public final class LMDBStore: LocalStore {
 
     let environment: Environment
     private let isClosed = Atomic<Bool>(false)
+    /// Where committed changes are published (see docs/observation.md): commits of other processes
+    /// (or other store objects on the same directory) are noticed when this store writes or reads,
+    /// and every 100 ms while observed.
+    public let changeCenter = ChangeCenter()
+    let changeTracker: LMDBChangeTracker
     /// Where queries (plan and duration, at trace) and write transactions (duration, at debug) are logged.
     private let logger: Logger?
 
@@ -107,11 +112,21 @@ public final class LMDBStore: LocalStore {
             throw error
         }
         self.environment = environment
+        self.changeTracker = LMDBChangeTracker(center: changeCenter)
         self.clearedStaleReaders = cleared
         self.systemTableNames = options.systemTableNames
         self.path = path
         self.options = options
+        changeCenter.setExternalChangeProbe(interval: Self.externalChangePollInterval) { [weak self] baseline in
+            guard let self, !self.isClosed.load(ordering: .acquiring),
+                let last = self.environment.lastCommittedTxnId()
+            else { return }
+            self.changeTracker.sawCommitted(last, baseline: baseline)
+        }
     }
+
+    /// How often an observed store looks for commits made elsewhere when it neither writes nor reads.
+    static let externalChangePollInterval: Duration = .milliseconds(100)
 
     /// Opens (or creates) the store in the directory `path` with other system table names.
     public convenience init(path: String, systemTableNames: SystemTableNames) throws {
@@ -120,6 +135,7 @@ public final class LMDBStore: LocalStore {
 
     deinit {
         if !isClosed.exchange(true, ordering: .acquiringAndReleasing) { environment.release() }
+        changeCenter.finish()
     }
 
     private func checkOpen() throws {
@@ -154,6 +170,7 @@ public final class LMDBStore: LocalStore {
     public func close() throws {
         try environment.writer.check()
         if !isClosed.exchange(true, ordering: .acquiringAndReleasing) { environment.release() }
+        changeCenter.finish()
     }
 
     /// The definition of `table` (system tables included), or `nil`.
@@ -165,15 +182,17 @@ public final class LMDBStore: LocalStore {
     /// The row of `table` whose id is `id` (NOCASE for string ids), or `nil`.
     public func read(table: String, id: Value) throws -> Item? {
         try checkOpen()
-        return try environment.read { try $0.read(table: table, id: id) }
+        return try environment.read(tracker: changeTracker) { try $0.read(table: table, id: id) }
     }
 
     /// The rows `query` selects, in one consistent snapshot; see ``explain(_:)`` for the plan.
     public func read(_ query: Query) throws -> ReadResult {
         try checkOpen()
-        guard let logger, logger.logLevel <= .trace else { return try environment.read { try $0.read(query) } }
+        guard let logger, logger.logLevel <= .trace else {
+            return try environment.read(tracker: changeTracker) { try $0.read(query) }
+        }
         let start = DispatchTime.now().uptimeNanoseconds
-        let (result, plan) = try environment.read { context in (try context.read(query), try context.explain(query)) }
+        let (result, plan) = try environment.read(tracker: changeTracker) { context in (try context.read(query), try context.explain(query)) }
         logger.trace(
             "query",
             metadata: [
@@ -190,20 +209,20 @@ public final class LMDBStore: LocalStore {
             _ = try environment.read { try $0.table(table) }
             return
         }
-        try environment.write { try $0.perform(.upsert(items, table: table, options: options)) }
+        try environment.write(tracker: changeTracker) { try $0.perform(.upsert(items, table: table, options: options)) }
     }
 
     /// Deletes the rows with these ids (absent ones are ignored), in one transaction.
     public func delete(ids: [Value], from table: String) throws {
         try checkOpen()
         if ids.isEmpty { return }
-        try environment.write { try $0.perform(.deleteIds(ids, table: table)) }
+        try environment.write(tracker: changeTracker) { try $0.perform(.deleteIds(ids, table: table)) }
     }
 
     /// Deletes exactly the rows `query` returns, in one transaction.
     public func delete(matching query: Query) throws {
         try checkOpen()
-        try environment.write { try $0.perform(.deleteMatching(query)) }
+        try environment.write(tracker: changeTracker) { try $0.perform(.deleteMatching(query)) }
     }
 
     /// Runs `body` in one LMDB write transaction: everything it writes through the transaction
@@ -217,7 +236,7 @@ public final class LMDBStore: LocalStore {
         let names = systemTableNames
         let start = DispatchTime.now().uptimeNanoseconds
         do {
-            let result = try environment.write { context in
+            let result = try environment.write(tracker: changeTracker) { context in
                 let tx = LMDBTransaction(context: context, systemTableNames: names)
                 defer { tx.isActive = false }
                 return try body(tx)

@@ -34,7 +34,10 @@ final class TxnContext {
     let isWrite: Bool
     private(set) var catalog: Catalog
     private let initialCatalog: Catalog
-    private let startTxnId: Int
+    /// The transaction's id (for a write transaction, the id it commits as).
+    let startTxnId: Int
+    /// What the write transaction changed, when somebody observes the store.
+    var changes: ChangeCollector?
 
     private var log: [WriteOp] = []
     private var nextRowId: UInt64?
@@ -397,6 +400,7 @@ final class TxnContext {
             }
             if prepared.isEmpty { return }
             try executing { try upsertRows(t, prepared) }
+            if changes != nil { changes?.upserted(prepared.map(\.id), in: t.schema.name) }
         case .deleteIds(let ids, let table):
             let t = try self.table(table)
             for id in ids { try t.schema.checkId(id) }
@@ -406,6 +410,7 @@ final class TxnContext {
                     if let found = try findRow(t, id: id) { try deleteRow(t, found) }
                 }
             }
+            if changes != nil { changes?.deleted(ids, in: t.schema.name) }
         case .deleteMatching(let query):
             let t = try self.table(query.table)
             let q = try ResolvedQuery(query, schema: t.schema)
@@ -416,6 +421,7 @@ final class TxnContext {
                     if let found = try findRow(t, id: row[t.schema.idIndex]) { try deleteRow(t, found) }
                 }
             }
+            if changes != nil { changes?.changedMany(in: t.schema.name) }
         case .define(let schema, let system):
             try define(schema, system: system)
         }
@@ -569,6 +575,8 @@ final class TxnContext {
                 throw RestartSignal()
             }
             do {
+                // The replay records the logged writes again.
+                if changes != nil { changes = ChangeCollector() }
                 for op in log { try apply(op) }
                 return
             } catch let again as MapFullSignal {

@@ -67,6 +67,11 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
     /// The names of the system tables.
     public let systemTableNames: SystemTableNames
 
+    /// Where committed changes are published (see docs/observation.md): commits of other processes
+    /// are noticed through `PRAGMA data_version` when this store writes, and every 100 ms while observed.
+    /// It outlives ``rekey(to:)``.
+    public let changeCenter = ChangeCenter()
+
     private let logger: Logger?
     private let lock = EngineSlot()
     private let api: SQLiteAPI
@@ -98,14 +103,16 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
         self.systemTableNames = systemTableNames
         self.logger = logger
         let engine = try Self.openEngine(
-            path: path, key: key, names: systemTableNames, options: options, api: api, logger: logger)
+            path: path, key: key, names: systemTableNames, options: options, api: api, logger: logger,
+            changes: changeCenter)
         lock.set(engine)
     }
 
     /// Opens an engine whose every connection gets `key`; all connections are opened before returning,
     /// then the engine's copy of the key is wiped.
     private static func openEngine(
-        path: String, key: SQLCipherKey, names: SystemTableNames, options: Options, api: SQLiteAPI, logger: Logger?
+        path: String, key: SQLCipherKey, names: SystemTableNames, options: Options, api: SQLiteAPI, logger: Logger?,
+        changes: ChangeCenter
     ) throws -> SQLEngine {
         let material = try key.material.withBytes { KeyMaterial(Array($0)) }
         defer { material.wipe() }
@@ -118,7 +125,8 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
             maximumReaderCount: max(1, options.readerCount), logger: logger)
         let engine: SQLEngine
         do {
-            engine = try SQLEngine(path: path, systemTableNames: names, configuration: configuration, api: api, openHook: hook)
+            engine = try SQLEngine(
+                path: path, systemTableNames: names, configuration: configuration, api: api, openHook: hook, changes: changes)
         } catch let e as LocalStoreError where e.code == .notADatabase || e.code == .wrongKey {
             throw Self.explainOpenFailure(path: path, e)
         }
@@ -190,7 +198,10 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
         try lock.with { try $0.performWrite(body) }
     }
 
-    public func close() throws { try lock.close() }
+    public func close() throws {
+        defer { changeCenter.finish() }
+        try lock.close()
+    }
 
     /// Runs one read-only SQL statement and returns its rows (see `SQLiteStore.query(sql:arguments:)`).
     public func query(sql: String, arguments: [Value] = []) throws -> [Item] {
@@ -230,7 +241,8 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
             }
             try engine.close()
             return try Self.openEngine(
-                path: path, key: newKey, names: systemTableNames, options: options, api: api, logger: logger)
+                path: path, key: newKey, names: systemTableNames, options: options, api: api, logger: logger,
+                changes: changeCenter)
         }
     }
 

@@ -62,6 +62,13 @@ package final class SQLEngine: @unchecked Sendable {
     // Guarded by writerLock.
     private var writer: Connection?
     private var writerClosed = false
+    /// The writer's `PRAGMA data_version` when last looked at (it changes when another connection,
+    /// in this process or another, commits). Guarded by writerLock.
+    private var lastDataVersion: Int64?
+
+    /// Where committed transactions are published. Owned by the store (it outlives a rekey's engine
+    /// swap); the store finishes it on close.
+    package let changes: ChangeCenter
 
     private let pool = PThreadMutex()
     // Guarded by pool.
@@ -79,8 +86,9 @@ package final class SQLEngine: @unchecked Sendable {
     /// empty or a LocalStore store: a file that is not is left byte for byte untouched.
     package init(
         path: String, systemTableNames: SystemTableNames, configuration: Configuration, api: SQLiteAPI,
-        openHook: OpenHook? = nil
+        openHook: OpenHook? = nil, changes: ChangeCenter = ChangeCenter()
     ) throws {
+        self.changes = changes
         try systemTableNames.validate()
         guard !path.isEmpty, path != ":memory:", !path.hasPrefix("file:") else {
             throw LocalStoreError(.unsupported, "the SQLite backend needs a file path, not \(Value.string(path))")
@@ -103,7 +111,13 @@ package final class SQLEngine: @unchecked Sendable {
             throw error
         }
         writer = w
+        changes.setExternalChangeProbe(interval: Self.externalChangePollInterval) { [weak self] baseline in
+            self?.pollExternalChanges(baseline: baseline)
+        }
     }
+
+    /// How often an observed store looks for commits of other processes when it does not write itself.
+    package static let externalChangePollInterval: Duration = .milliseconds(100)
 
     deinit {
         writer?.close()
@@ -389,6 +403,26 @@ package final class SQLEngine: @unchecked Sendable {
         logger.debug("write transaction \(outcome)", metadata: metadata)
     }
 
+    /// Publishes an unlisted change when another connection committed since the writer last looked
+    /// (`PRAGMA data_version`). Caller holds `writerLock`.
+    private func noteExternalCommits(_ w: Connection, baseline: Bool = false) {
+        guard let version = try? w.scalarInt("PRAGMA data_version") else { return }
+        if !baseline, let last = lastDataVersion, last != version { changes.publishUnlistedChange() }
+        lastDataVersion = version
+    }
+
+    /// The poll of an observed store: looks for other connections' commits unless a write is running
+    /// (which looks itself when it begins). With `baseline`, only records the current version.
+    private func pollExternalChanges(baseline: Bool) {
+        guard changes.isObserved, writerLock.tryLock() else { return }
+        defer { writerLock.unlock() }
+        guard !writerClosed, let w = writer, !w.isInTransaction else {
+            if baseline { lastDataVersion = nil }
+            return
+        }
+        noteExternalCommits(w, baseline: baseline)
+    }
+
     /// Runs `body` in a write transaction on the writer connection.
     private func transaction<R>(implicit: Bool, _ body: (SQLTransaction) throws -> R) throws -> R {
         try writerThread.check()
@@ -398,13 +432,16 @@ package final class SQLEngine: @unchecked Sendable {
             defer { writerThread.clear() }
             try beginImmediate(w)
             let start = DispatchTime.now().uptimeNanoseconds
-            let tx = SQLTransaction(session: Session(engine: self, connection: w), isImplicit: implicit)
+            let collector = changes.beginTransaction()
+            if collector != nil { noteExternalCommits(w) }
+            let tx = SQLTransaction(session: Session(engine: self, connection: w), isImplicit: implicit, changes: collector)
             defer { tx.end() }
             do {
                 let result = try body(tx)
                 tx.end()
                 if let failure = tx.failure { throw failure }
                 try w.execute("COMMIT")
+                changes.publish(tx.changes)
                 logTransaction("committed", start: start, error: nil)
                 return result
             } catch {
@@ -601,11 +638,20 @@ final class SQLTransaction: LocalStoreTransaction {
     // Guarded by lock.
     private var isActive = true
     private var storedFailure: LocalStoreError?
+    /// What the transaction changed, when somebody observes the store.
+    private var collector: ChangeCollector?
 
-    init(session: Session, isImplicit: Bool) {
+    init(session: Session, isImplicit: Bool, changes: ChangeCollector?) {
         self.session = session
         self.isImplicit = isImplicit
+        self.collector = changes
     }
+
+    /// What the transaction changed (`nil` when nobody observed when it began).
+    var changes: ChangeCollector? { lock.withLock { collector } }
+
+    /// The defined name of `table` (for change records).
+    private func definedName(_ table: String) -> String { session.engine.tableInfo(table)?.schema.name ?? table }
 
     var systemTableNames: SystemTableNames { session.engine.systemTableNames }
 
@@ -660,15 +706,28 @@ final class SQLTransaction: LocalStoreTransaction {
     }
 
     func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
-        try access(writes: true) { try session.upsert(items, into: table, options: options) }
+        try access(writes: true) {
+            try session.upsert(items, into: table, options: options)
+            if collector != nil, !items.isEmpty, let schema = session.engine.tableInfo(table)?.schema {
+                collector?.upserted(items, schema: schema)
+            }
+        }
     }
 
     func delete(ids: [Value], from table: String) throws {
-        try access(writes: true) { try session.delete(ids: ids, from: table) }
+        try access(writes: true) {
+            try session.delete(ids: ids, from: table)
+            if collector != nil, !ids.isEmpty { collector?.deleted(ids, in: definedName(table)) }
+        }
     }
 
     func delete(matching query: Query) throws {
-        try access(writes: true) { try session.delete(matching: query) }
+        try access(writes: true) {
+            try session.delete(matching: query)
+            if collector != nil, session.connection.api.changes(session.connection.db) > 0 {
+                collector?.changedMany(in: definedName(query.table))
+            }
+        }
     }
 
     func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {

@@ -117,8 +117,15 @@ public final class SQLiteStore: LocalStore, IntegrityChecking {
     /// The definitions of all user tables, sorted by name.
     public func tableSchemas() throws -> [TableSchema] { try engine.tableSchemas() }
 
-    /// Closes every connection (the files are released). Further calls fail with `closed`.
-    public func close() throws { try engine.close() }
+    /// Closes every connection (the files are released) and ends every observation. Further calls fail with `closed`.
+    public func close() throws {
+        defer { engine.changes.finish() }
+        try engine.close()
+    }
+
+    /// Where committed changes are published (see docs/observation.md): commits of other processes
+    /// are noticed through `PRAGMA data_version` when this store writes, and every 100 ms while observed.
+    public var changeCenter: ChangeCenter { engine.changes }
 
     /// The definition of `table`, or `nil`.
     public func schema(of table: String) throws -> TableSchema? { try engine.schema(of: table) }

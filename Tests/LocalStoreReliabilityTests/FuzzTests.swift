@@ -58,6 +58,7 @@ final class SwappingStore: LocalStore {
     func defineTable(_ schema: TableSchema) throws { try inner.defineTable(schema) }
     func tableSchemas() throws -> [TableSchema] { try inner.tableSchemas() }
     func close() throws { try inner.close() }
+    var changeCenter: ChangeCenter { inner.changeCenter }
     func schema(of table: String) throws -> TableSchema? { try inner.schema(of: table) }
     func read(table: String, id: Value) throws -> Item? { try inner.read(table: table, id: id) }
     func read(_ query: Query) throws -> ReadResult {

@@ -311,6 +311,7 @@ final class MutantStore: LocalStore, LocalStoreTransaction {
     func defineTable(_ schema: TableSchema) throws { try inner.defineTable(schema) }
     func tableSchemas() throws -> [TableSchema] { try inner.tableSchemas() }
     func close() throws { try inner.close() }
+    var changeCenter: ChangeCenter { inner.changeCenter }
 }
 
 @Suite("Conformance suite self-test")
