@@ -119,12 +119,18 @@ public struct BenchRunner {
     /// The workloads to run; `nil` for all. A selection runs each chosen workload from the state it
     /// starts from in a full run (``BenchSession/prepare(for:)``: the table loaded untimed, ...).
     public var workloads: Set<Workload>?
+    /// Query observers of the TodoItem table running during `local-write` (its row is then named
+    /// `local-write/<n> observers`); backends that cannot observe (the C baselines) ignore it.
+    public var observers: Int
 
-    public init(records: Int, seed: UInt64, progress: Progress? = nil, workloads: Set<Workload>? = nil) {
+    public init(
+        records: Int, seed: UInt64, progress: Progress? = nil, workloads: Set<Workload>? = nil, observers: Int = 0
+    ) {
         self.records = records
         self.seed = seed
         self.progress = progress
         self.workloads = workloads
+        self.observers = observers
     }
 
     /// Runs every workload on `backend` in a fresh temporary directory (removed afterwards).
@@ -135,6 +141,12 @@ public struct BenchRunner {
         var results: [BenchResult] = []
         for workload in Workload.allCases where session.supports(workload) && workloads.map({ $0.contains(workload) }) ?? true {
             if workloads != nil { try session.prepare(for: workload) }
+            var observing: BenchObservers?
+            if workload == .localWrite && observers > 0 {
+                observing = try session.subject.startObservers(observers)
+                if observing == nil { continue }
+            }
+            defer { observing?.stop() }
             progress?.begin(backend.name, workload)
             var m = Measurement()
             var ops = 0
@@ -155,7 +167,9 @@ public struct BenchRunner {
             let seconds = Double(m.totalNanos) / 1e9
             results.append(
                 BenchResult(
-                    backend: backend.name, workload: workload.rawValue, ops: ops, seconds: seconds,
+                    backend: backend.name,
+                    workload: observing == nil ? workload.rawValue : "\(workload.rawValue)/\(observers) observers",
+                    ops: ops, seconds: seconds,
                     opsPerSecond: seconds > 0 ? Double(ops) / seconds : 0,
                     p50Micros: workload.isPerOperation ? m.percentile(0.50) : nil,
                     p99Micros: workload.isPerOperation ? m.percentile(0.99) : nil, ratioToBaseline: nil))

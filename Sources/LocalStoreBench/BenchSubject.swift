@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import LocalStore
 
 /// One row of the benchmark's table, shaped like the Azure Mobile Apps docs' `TodoItem`.
@@ -79,6 +80,31 @@ public protocol BenchSubject: AnyObject {
     func deltaTokenRoundTrip(_ date: Date, queryId: String) throws -> Date?
     /// Closes the store.
     func close() throws
+    /// Starts `count` query observers of the TodoItem table (as list screens would); returns what
+    /// stops them and tells how many results they received, or `nil` when the subject cannot observe.
+    func startObservers(_ count: Int) throws -> BenchObservers?
+}
+
+extension BenchSubject {
+    /// A subject without observation support (the C-API baselines).
+    public func startObservers(_ count: Int) throws -> BenchObservers? { nil }
+}
+
+/// Query observers running during a workload.
+public final class BenchObservers: Sendable {
+    private let tasks: [Task<Void, Never>]
+    private let counter: Counter
+
+    init(tasks: [Task<Void, Never>], counter: Counter) {
+        self.tasks = tasks
+        self.counter = counter
+    }
+
+    /// Results the observers received so far.
+    public var resultCount: Int { counter.value.withLock { $0 } }
+
+    /// Cancels the observers.
+    public func stop() { for t in tasks { t.cancel() } }
 }
 
 /// Drives any ``LocalStore`` through its public API.
@@ -144,4 +170,33 @@ public final class LocalStoreSubject: BenchSubject {
     }
 
     public func close() throws { try store.close() }
+
+    /// `count` observers of `priority == k % 10` (sorted by `updatedAt` descending, top 50); returns
+    /// once each has registered and received its first result.
+    public func startObservers(_ count: Int) throws -> BenchObservers? {
+        let store = self.store
+        let counter = Counter()
+        let before = store.changeCenter.observerCount
+        let tasks = (0..<count).map { k in
+            Task.detached {
+                let query = Query(
+                    "TodoItem", where: Field("priority") == .literal(.int(Int64(k % 10))),
+                    sort: [SortKey("updatedAt", .descending)], top: 50)
+                do {
+                    for try await _ in store.observe(query) { counter.value.withLock { $0 += 1 } }
+                } catch {}
+            }
+        }
+        let deadline = Date().addingTimeInterval(30)
+        while store.changeCenter.observerCount < before + count || counter.value.withLock({ $0 }) < count {
+            guard Date() < deadline else { throw LocalStoreError(.internal, "the benchmark's observers did not start") }
+            usleep(1000)
+        }
+        return BenchObservers(tasks: tasks, counter: counter)
+    }
+}
+
+/// A count shared with observer tasks.
+final class Counter: Sendable {
+    let value = Mutex<Int>(0)
 }

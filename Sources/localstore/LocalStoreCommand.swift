@@ -43,8 +43,13 @@ struct Bench: ParsableCommand {
     @Flag(help: "Skip the C-API baselines.")
     var noBaselines = false
 
+    @Option(help: "Query observers of the table running during local-write (0: none; see docs/observation.md).")
+    var observers: Int = 0
+
     func validate() throws {
         guard records >= 1 else { throw ValidationError("--records must be at least 1") }
+        guard observers >= 0 else { throw ValidationError("--observers must not be negative") }
+        _ = try selectedWorkloads()
         let known = Set(BackendRegistry.backendNames + BackendRegistry.baselineNames)
         for name in requested where !known.contains(name) {
             throw ValidationError("unknown backend '\(name)'; known: \(known.sorted().joined(separator: ", "))")
@@ -75,7 +80,8 @@ struct Bench: ParsableCommand {
         if !noBaselines {
             for b in BackendRegistry.baselineNames where !names.contains(b) { names.append(b) }
         }
-        let runner = BenchRunner(records: records, seed: seed, progress: Progress(), workloads: try selectedWorkloads())
+        let runner = BenchRunner(
+            records: records, seed: seed, progress: Progress(), workloads: try selectedWorkloads(), observers: observers)
         var report = BenchReport(records: records, environment: BackendRegistry.environment(), results: [], footprints: [])
         var baselines: [String: String] = [:]
         // Baselines first, so a backend's ratio is available as soon as it is measured.

@@ -43,7 +43,7 @@ struct ObservationProcessTests {
         try #require(end == .exit(0), "the second process ended with \(end): \(child.errorOutput)")
 
         let expected = (1...count).map { "B-\($0)" }
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(60)
         while Date() < deadline, seen.rows.withLock({ $0 }) != expected || seen.unlisted.load(ordering: .relaxed) == 0 {
             try await Task.sleep(nanoseconds: 5_000_000)
         }
