@@ -153,7 +153,7 @@ public final class LMDBStore: LocalStore {
         guard !systemTableNames.isReserved(schema.name) else {
             throw LocalStoreError(.reservedName, "'\(schema.name)' is the name of a system table", table: schema.name)
         }
-        try environment.write { try $0.perform(.define(schema, system: nil)) }
+        try environment.write(tracker: changeTracker) { try $0.perform(.define(schema, system: nil)) }
     }
 
     /// The definitions of all user tables, sorted by name.
