@@ -133,8 +133,13 @@ public struct ChangeCollector: Sendable {
     private static func appendingNew(_ a: [Value], _ b: [Value]) -> [Value] {
         if a.isEmpty { return b }
         if b.isEmpty { return a }
-        var seen = Set(a)
         var result = a
+        if b.count <= 8 {
+            // The usual case (a commit of a few rows coalesced into a long list): no set of the whole list.
+            for v in b where !result.contains(v) { result.append(v) }
+            return result
+        }
+        var seen = Set(a)
         for v in b where seen.insert(v).inserted { result.append(v) }
         return result
     }

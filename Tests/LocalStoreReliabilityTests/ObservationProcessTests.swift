@@ -43,8 +43,12 @@ struct ObservationProcessTests {
         try #require(end == .exit(0), "the second process ended with \(end): \(child.errorOutput)")
 
         let expected = (1...count).map { "B-\($0)" }
+        // 60 s and at least 12,000 polls (a run whose cooperative threads are all blocked by other tests
+        // starves this task and the observers alike).
         let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline, seen.rows.withLock({ $0 }) != expected || seen.unlisted.load(ordering: .relaxed) == 0 {
+        var polls = 0
+        while polls < 12_000 || Date() < deadline, seen.rows.withLock({ $0 }) != expected || seen.unlisted.load(ordering: .relaxed) == 0 {
+            polls += 1
             try await Task.sleep(nanoseconds: 5_000_000)
         }
         #expect(seen.rows.withLock { $0 } == expected, "\(backend): the query observation did not see the other process's rows")

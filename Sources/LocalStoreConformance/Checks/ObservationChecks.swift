@@ -72,15 +72,20 @@ where S.Element: Sendable {
     return (gathered, task)
 }
 
-/// Waits (polling every few milliseconds) until `condition` holds; throws a ``ConformanceFailure``
-/// after `seconds`.
+/// Waits (polling every 2 ms) until `condition` holds; throws a ``ConformanceFailure`` once `seconds`
+/// have passed *and* the check has polled for that long. Counting polls keeps a test run whose
+/// cooperative threads are all busy with other (blocking) tests from failing this check: while this
+/// task cannot run, neither can the tasks it waits for.
 func waitUntil(
     _ seconds: Double = 60, _ message: @autoclosure () -> String, fileID: String = #fileID, filePath: String = #filePath,
     line: Int = #line, _ condition: () throws -> Bool
 ) async throws {
     let deadline = Date().addingTimeInterval(seconds)
+    let minimumPolls = Int(seconds * 500)
+    var polls = 0
     while try !condition() {
-        if Date() > deadline {
+        polls += 1
+        if polls > minimumPolls && Date() > deadline {
             throw ConformanceFailure("after \(seconds) s: \(message())", fileID: fileID, filePath: filePath, line: line)
         }
         try await Task.sleep(nanoseconds: 2_000_000)
