@@ -66,15 +66,18 @@ public struct StoreChange: Sendable, Hashable {
         return tables.first { Identifier.fold($0.key) == folded }?.value
     }
 
-    /// `self` followed by `later`, as one change.
-    func coalesced(with later: StoreChange) -> StoreChange {
-        var merged = tables
+    /// Makes `self` stand for itself followed by `later` (in place: id lists grow without copies).
+    mutating func coalesce(with later: StoreChange) {
+        commits = commits.lowerBound...later.commits.upperBound
+        includesUnlistedChanges = includesUnlistedChanges || later.includesUnlistedChanges
         for (table, change) in later.tables {
-            merged[table] = merged[table].map { ChangeCollector.merge($0, change) } ?? change
+            if var existing = tables.removeValue(forKey: table) {
+                ChangeCollector.merge(&existing, change)
+                tables[table] = existing
+            } else {
+                tables[table] = change
+            }
         }
-        return StoreChange(
-            commits: commits.lowerBound...later.commits.upperBound, tables: merged,
-            includesUnlistedChanges: includesUnlistedChanges || later.includesUnlistedChanges)
     }
 }
 
@@ -116,7 +119,12 @@ public struct ChangeCollector: Sendable {
     }
 
     private mutating func record(_ table: String, _ change: TableChange) {
-        tables[table] = tables[table].map { Self.merge($0, change) } ?? Self.capped(change)
+        if var existing = tables.removeValue(forKey: table) {
+            Self.merge(&existing, change)
+            tables[table] = existing
+        } else {
+            tables[table] = Self.capped(change)
+        }
     }
 
     private static func capped(_ change: TableChange) -> TableChange {
@@ -124,24 +132,32 @@ public struct ChangeCollector: Sendable {
         return change
     }
 
-    static func merge(_ a: TableChange, _ b: TableChange) -> TableChange {
-        guard case .rows(let u1, let d1) = a, case .rows(let u2, let d2) = b else { return .many }
-        guard u1.count + d1.count + u2.count + d2.count <= idLimit else { return .many }
-        return .rows(upserted: appendingNew(u1, u2), deleted: appendingNew(d1, d2))
+    /// `a` followed by `b`, in `a`'s place.
+    static func merge(_ a: inout TableChange, _ b: TableChange) {
+        guard case .rows(var u1, var d1) = a, case .rows(let u2, let d2) = b else {
+            a = .many
+            return
+        }
+        a = .many  // drops `a`'s references, so the lists below grow in place
+        guard u1.count + d1.count + u2.count + d2.count <= idLimit else { return }
+        appendNew(&u1, u2)
+        appendNew(&d1, d2)
+        a = .rows(upserted: u1, deleted: d1)
     }
 
-    private static func appendingNew(_ a: [Value], _ b: [Value]) -> [Value] {
-        if a.isEmpty { return b }
-        if b.isEmpty { return a }
-        var result = a
+    private static func appendNew(_ a: inout [Value], _ b: [Value]) {
+        if b.isEmpty { return }
+        if a.isEmpty {
+            a = b
+            return
+        }
         if b.count <= 8 {
             // The usual case (a commit of a few rows coalesced into a long list): no set of the whole list.
-            for v in b where !result.contains(v) { result.append(v) }
-            return result
+            for v in b where !a.contains(v) { a.append(v) }
+            return
         }
         var seen = Set(a)
-        for v in b where seen.insert(v).inserted { result.append(v) }
-        return result
+        for v in b where seen.insert(v).inserted { a.append(v) }
     }
 }
 
@@ -330,15 +346,18 @@ final class ChangeBuffer: Sendable {
 
     /// Queues `change`, coalescing it into the newest queued change when the queue is full. Never blocks.
     func push(_ change: StoreChange) {
-        state.withLock { s in
-            guard !s.isFinished else { return }
-            if s.pending.count >= ChangeCenter.bufferLimit, let last = s.pending.popLast() {
-                s.pending.append(last.coalesced(with: change))
+        let wasEmpty = state.withLock { s -> Bool in
+            guard !s.isFinished else { return false }
+            let wasEmpty = s.pending.isEmpty
+            if s.pending.count >= ChangeCenter.bufferLimit {
+                s.pending[s.pending.count - 1].coalesce(with: change)
             } else {
                 s.pending.append(change)
             }
+            return wasEmpty
         }
-        continuation.yield(())
+        // A queue that was not empty has a wake-up outstanding (or a consumer about to take from it).
+        if wasEmpty { continuation.yield(()) }
     }
 
     /// The oldest queued change.
