@@ -407,7 +407,9 @@ final class ChangeSubscription: Sendable {
 /// ends when the consuming task is cancelled, when the sequence and its iterator are released, or
 /// when the store is closed (after the changes already queued). Iterate it from one task only.
 public struct StoreChanges: AsyncSequence, Sendable {
+    /// Each element is one committed transaction (or several, coalesced).
     public typealias Element = StoreChange
+    /// The sequence never throws; it ends instead.
     public typealias Failure = Never
 
     let subscription: ChangeSubscription
@@ -451,6 +453,7 @@ public struct StoreChanges: AsyncSequence, Sendable {
 /// Re-reads run on the store's blocking-work threads, never on Swift's cooperative pool. A slow
 /// consumer makes the sequence skip intermediate states (changes are coalesced), never queue them.
 public struct QueryObservation<Element: Sendable & Equatable>: AsyncSequence, Sendable {
+    /// A read error of the query (for example `closed`, `unknownTable`).
     public typealias Failure = any Error
 
     let store: any LocalStore
