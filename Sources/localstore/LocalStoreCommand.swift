@@ -49,7 +49,6 @@ struct Bench: ParsableCommand {
     func validate() throws {
         guard records >= 1 else { throw ValidationError("--records must be at least 1") }
         guard observers >= 0 else { throw ValidationError("--observers must not be negative") }
-        _ = try selectedWorkloads()
         let known = Set(BackendRegistry.backendNames + BackendRegistry.baselineNames)
         for name in requested where !known.contains(name) {
             throw ValidationError("unknown backend '\(name)'; known: \(known.sorted().joined(separator: ", "))")
