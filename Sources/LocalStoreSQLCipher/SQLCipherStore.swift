@@ -35,10 +35,10 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
         public var busyTimeoutMilliseconds: Int
         /// Reader connections, all opened (and keyed) when the store opens (default 2).
         public var readerCount: Int
-        /// The largest page cache of each connection, in KiB (default 32768; it fills only as pages are
-        /// read). Every page read from disk is decrypted and authenticated, so a cache that holds the
-        /// working set matters far more than with plain SQLite (whose default is 2 MiB): with 2 MiB,
-        /// random reads on a 100,000-row store ran at 0.45× the plain backend, with 32 MiB at about 1×
+        /// The largest page cache of each connection, in KiB (default 32768, the same as `SQLiteStore`;
+        /// it fills only as pages are read). Every page read from disk is decrypted and authenticated, so
+        /// a cache that holds the working set matters even more than with plain SQLite: with SQLite's own
+        /// default of 2 MiB, random reads on a 100,000-row store ran at 0.45× the plain backend
         /// (docs/benchmarks.md). Lower it on memory-constrained devices. Decrypted pages live only in memory.
         public var cacheSizeKiB: Int
 
@@ -122,7 +122,7 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
         let configuration = SQLEngine.Configuration(
             synchronousFull: options.synchronousFull,
             busyTimeoutMilliseconds: Int32(clamping: max(0, options.busyTimeoutMilliseconds)),
-            maximumReaderCount: max(1, options.readerCount), logger: logger)
+            maximumReaderCount: max(1, options.readerCount), logger: logger, cacheSizeKiB: options.cacheSizeKiB)
         let engine: SQLEngine
         do {
             engine = try SQLEngine(
@@ -149,7 +149,6 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
         try raw.execute("PRAGMA cipher_page_size = \(options.cipherPageSize)")
         try raw.execute("PRAGMA kdf_iter = \(options.kdfIterations)")
         try raw.execute("PRAGMA temp_store = MEMORY")
-        try raw.execute("PRAGMA cache_size = -\(max(64, options.cacheSizeKiB))")
         guard let version = try raw.rows("PRAGMA cipher_version").first ?? nil, !version.isEmpty else {
             throw LocalStoreError(.libraryMissing, "\(SQLCipherLibrary.soname) does not answer PRAGMA cipher_version: it is not SQLCipher")
         }

@@ -96,12 +96,24 @@ struct TableInfo: Sendable {
         let idColumn = quotedColumns[schema.idIndex]
         selectByIdSQL = "SELECT \(names) FROM \(quotedName) WHERE \(idColumn) = ?1"
         insertAllSQL = "INSERT OR IGNORE INTO \(quotedName) (\(names)) VALUES (\(marks))"
-        updateAllSQL = "UPDATE \(quotedName) SET \(quotedColumns.map { $0 + " = ?" }.joined(separator: ", ")) WHERE \(idColumn) = ?"
+        updateAllSQL = "UPDATE OR FAIL \(quotedName) SET \(quotedColumns.map { $0 + " = ?" }.joined(separator: ", ")) WHERE \(idColumn) = ?"
         allColumns = Array(schema.columns.indices)
+        var template: [String: Value] = Dictionary(minimumCapacity: schema.columns.count)
+        for c in schema.columns { template[c.name] = .null }
+        itemTemplate = template
+        itemTemplateIndices = schema.columns.map { template.index(forKey: $0.name) ?? template.startIndex }
     }
+
+    /// Every column name mapped to null, and the position of each column (in schema order) in it: a
+    /// read of a whole row copies the template and sets values by position (a copy keeps the positions).
+    let itemTemplate: [String: Value]
+    let itemTemplateIndices: [Dictionary<String, Value>.Index]
 
     /// Statements built once per table: reading a row by id, and the upsert of an item that sets
     /// every column (`INSERT OR IGNORE`, then `UPDATE … WHERE id = ?` when the row existed).
+    /// `OR FAIL` rather than the default `ABORT`: an update of one row by its key is checked before it
+    /// writes anything, so it needs no statement journal (with `ABORT` SQLite keeps one for the `NOT
+    /// NULL` id, copying — and on SQLCipher encrypting — every page the update changes).
     let selectByIdSQL: String
     let insertAllSQL: String
     let updateAllSQL: String

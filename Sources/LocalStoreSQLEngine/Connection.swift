@@ -34,6 +34,11 @@ final class Connection {
     var boundValues: [Value] = []
 
     private var cache: [String: Cached] = [:]
+    /// The statement taken last, checked before the cache: a call path that runs the same SQL again
+    /// passes the same string, which compares equal without hashing or reading it.
+    private var recent: (sql: String, cached: Cached)?
+    /// The table name a ``Session`` folded last on this connection, with its folded form.
+    var lastFolded: (name: String, folded: String)?
     private var useCounter: UInt64 = 0
     private let cacheCapacity: Int
     private var isClosed = false
@@ -45,6 +50,10 @@ final class Connection {
         self.cacheCapacity = cacheCapacity
         self.variableLimit = Int(max(1, api.limit(db, SQLite.LIMIT_VARIABLE_NUMBER, -1)))
     }
+
+    /// `SQLITE_LIMIT_LENGTH` of this connection now: the largest value, and the largest row record, in
+    /// bytes (read on each use: an open hook may lower it after the connection object exists).
+    var lengthLimit: Int { Int(max(1, api.limit(db, SQLite.LIMIT_LENGTH, -1))) }
 
     deinit { close() }
 
@@ -83,6 +92,7 @@ final class Connection {
         // A borrowed statement is finalized when it is given back.
         for (_, c) in cache where !c.inUse { _ = api.finalize(c.statement) }
         cache.removeAll()
+        recent = nil
         _ = api.close_v2(db)
     }
 
@@ -196,8 +206,13 @@ final class Connection {
     /// The statement for `sql`: the cached one when it is free (one hash of the text per use), else a
     /// newly prepared one, returned with `nil` and cached (or finalized) by ``give(_:_:_:)``.
     private func take(_ sql: String) throws(PrepareFailure) -> (Statement, Cached?) {
+        if let r = recent, !r.cached.inUse, r.sql == sql {
+            r.cached.inUse = true
+            return (Statement(r.cached.statement, self), r.cached)
+        }
         if let c = cache[sql], !c.inUse {
             c.inUse = true
+            recent = (sql, c)
             return (Statement(c.statement, self), c)
         }
         var handle: OpaquePointer?
@@ -223,10 +238,13 @@ final class Connection {
             _ = api.finalize(handle)
             return
         }
-        cache[sql] = Cached(statement: handle, lastUse: useCounter)
+        let added = Cached(statement: handle, lastUse: useCounter)
+        cache[sql] = added
+        recent = (sql, added)
         if cache.count > cacheCapacity,
             let oldest = cache.lazy.filter({ !$0.value.inUse }).min(by: { $0.value.lastUse < $1.value.lastUse })
         {
+            if recent?.cached === oldest.value { recent = nil }
             _ = api.finalize(oldest.value.statement)
             cache.removeValue(forKey: oldest.key)
         }

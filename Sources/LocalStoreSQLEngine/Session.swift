@@ -8,7 +8,7 @@ struct Session {
     let connection: Connection
 
     func table(_ name: String) throws -> TableInfo {
-        guard let t = engine.tableInfo(name) else { throw LocalStoreError.unknownTable(name) }
+        guard let t = engine.tableInfo(name, on: connection) else { throw LocalStoreError.unknownTable(name) }
         return t
     }
 
@@ -20,6 +20,16 @@ struct Session {
         var values: [String: Value] = Dictionary(minimumCapacity: columns.count)
         for (k, n) in columns.enumerated() {
             values[schema.columns[n].name] = try s.value(Int32(k), as: schema.columns[n].type)
+        }
+        return Item(values)
+    }
+
+    /// Every column of `t`'s row at `s`: a copy of the table's item template with its values set in
+    /// place by position, so no column name is hashed.
+    private func fullItem(_ s: Statement, _ t: TableInfo) throws -> Item {
+        var values = t.itemTemplate
+        for (n, c) in t.schema.columns.enumerated() {
+            values.values[t.itemTemplateIndices[n]] = try s.value(Int32(n), as: c.type)
         }
         return Item(values)
     }
@@ -78,10 +88,9 @@ struct Session {
     func read(table name: String, id: Value) throws -> Item? {
         let t = try table(name)
         try t.schema.checkId(id)
-        let all = t.allColumns
         return try connection.withStatement(t.selectByIdSQL) { s in
             try s.bind(id, at: 1)
-            return try s.step() ? try item(s, t.schema, all) : nil
+            return try s.step() ? try fullItem(s, t) : nil
         }
     }
 
@@ -181,7 +190,7 @@ struct Session {
                 update = cached
             } else {
                 let sets = columns.map { t.quotedColumns[$0] + " = ?" }.joined(separator: ", ")
-                update = "UPDATE \(t.quotedName) SET \(sets) WHERE \(t.idColumn) = ?"
+                update = "UPDATE OR FAIL \(t.quotedName) SET \(sets) WHERE \(t.idColumn) = ?"
                 updates[columns] = update
             }
             try connection.withStatement(update) { s in
@@ -189,6 +198,89 @@ struct Session {
                 try s.bind(p.id, at: Int32(assignments.count + 1))
                 try s.run()
             }
+        }
+    }
+
+    /// Upserts one item inside a `write {}` body (the caller opened no savepoint), leaving the transaction
+    /// exactly as it was when it fails:
+    ///
+    /// - the `INSERT OR IGNORE` runs unguarded when the new row provably fits SQLite's length limit (its
+    ///   values take less than half of it). It checks everything before writing — conflicts are ignored,
+    ///   the id is never null — so it either adds the row and its index entries or changes nothing; only
+    ///   a row too large for the limit could fail after the index entries were written;
+    /// - the `UPDATE`, which runs only when the row existed, is in a savepoint: the stored row's other
+    ///   columns are part of the new record, so its size is not known in advance;
+    /// - anything else (a wide item, a row that may not fit) runs wholly in a savepoint.
+    ///
+    /// The savepoint this saves is what matters on SQLCipher: the first change of a page inside one
+    /// copies the page to the sub-journal, and SQLCipher encrypts the copy.
+    func upsertOne(_ item: Item, into name: String, options: UpsertOptions) throws {
+        let t = try table(name)
+        let p = try t.schema.prepare(item, options: options)
+        var bytes = 0
+        for a in p.assignments {
+            switch a.value {
+            case .string(let s): bytes += s.utf8.count
+            case .binary(let b): bytes += b.count
+            case .json: bytes = Int.max / 2
+            default: bytes += 9
+            }
+            bytes += 9
+        }
+        guard p.assignments.count < connection.variableLimit, bytes < connection.lengthLimit / 2 else {
+            try inSavepoint { try upsert([item], into: name, options: options) }
+            return
+        }
+        let assignments = p.assignments
+        let setsAll = assignments.count == t.quotedColumns.count
+        let insert: String
+        if setsAll {
+            insert = t.insertAllSQL
+        } else {
+            let names = assignments.map { t.quotedColumns[$0.column] }.joined(separator: ", ")
+            let marks = Array(repeating: "?", count: assignments.count).joined(separator: ", ")
+            insert = "INSERT OR IGNORE INTO \(t.quotedName) (\(names)) VALUES (\(marks))"
+        }
+        let inserted = try connection.withStatement(insert) { s in
+            for (k, a) in assignments.enumerated() { try s.bind(a.value, at: Int32(k + 1)) }
+            try s.run()
+            return connection.api.changes(connection.db) > 0
+        }
+        if inserted { return }
+        let update: String
+        if setsAll {
+            update = t.updateAllSQL
+        } else {
+            let sets = assignments.map { t.quotedColumns[$0.column] + " = ?" }.joined(separator: ", ")
+            update = "UPDATE OR FAIL \(t.quotedName) SET \(sets) WHERE \(t.idColumn) = ?"
+        }
+        try inSavepoint {
+            try connection.withStatement(update) { s in
+                for (k, a) in assignments.enumerated() { try s.bind(a.value, at: Int32(k + 1)) }
+                try s.bind(p.id, at: Int32(assignments.count + 1))
+                try s.run()
+            }
+        }
+    }
+
+    /// Runs `body` in a savepoint: when it fails, what it changed is undone and the transaction goes on.
+    /// If even that fails, the whole transaction is rolled back, so it cannot commit half a call.
+    private func inSavepoint<R>(_ body: () throws -> R) throws -> R {
+        try connection.execute("SAVEPOINT localstore_statement")
+        do {
+            let result = try body()
+            try connection.execute("RELEASE localstore_statement")
+            return result
+        } catch {
+            if connection.isInTransaction {
+                do {
+                    try connection.execute("ROLLBACK TO localstore_statement")
+                    try connection.execute("RELEASE localstore_statement")
+                } catch {
+                    SQLEngine.rollback(connection)
+                }
+            }
+            throw error
         }
     }
 

@@ -49,12 +49,17 @@ public final class SQLiteStore: LocalStore, IntegrityChecking {
         /// Whether statements logged at trace level include their bound values (default `false`: bound
         /// values are user data).
         public var logsBoundValues: Bool
+        /// The largest page cache of each connection, in KiB (default 32768, the same as
+        /// `SQLCipherStore`; it fills only as pages are read, SQLite's own default is 2048). Temporary
+        /// tables and sorts stay in memory (`temp_store = MEMORY`).
+        public var cacheSizeKiB: Int
 
         /// Creates options.
         public init(
             synchronous: Synchronous = .normal, busyTimeoutMilliseconds: Int = 5000, maximumReaderCount: Int = 4,
-            statementCacheCapacity: Int = 64, logsBoundValues: Bool = false
+            statementCacheCapacity: Int = 64, logsBoundValues: Bool = false, cacheSizeKiB: Int = 32768
         ) {
+            self.cacheSizeKiB = cacheSizeKiB
             self.logsBoundValues = logsBoundValues
             self.synchronous = synchronous
             self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
@@ -98,7 +103,7 @@ public final class SQLiteStore: LocalStore, IntegrityChecking {
             busyTimeoutMilliseconds: Int32(clamping: max(0, options.busyTimeoutMilliseconds)),
             maximumReaderCount: max(1, options.maximumReaderCount),
             statementCacheCapacity: max(1, options.statementCacheCapacity), logger: logger,
-            logsBoundValues: options.logsBoundValues)
+            logsBoundValues: options.logsBoundValues, cacheSizeKiB: options.cacheSizeKiB)
         engine = try SQLEngine(
             path: path, systemTableNames: systemTableNames, configuration: configuration, api: api, openHook: openHook)
     }

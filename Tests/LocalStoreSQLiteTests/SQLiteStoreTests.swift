@@ -418,6 +418,37 @@ struct SQLiteStoreTests {
         #expect(try store.read(table: "Note", id: "a")?["text"] == "kept")
     }
 
+    /// One-item upserts and single `DELETE`s run without a savepoint inside `write {}`; a statement SQLite
+    /// refuses while running must still leave the transaction exactly as it was.
+    @Test("a one-item call that SQLite refuses while running leaves the transaction as it was", arguments: Library.available)
+    func singleStatementFailureInsideWrite(_ library: Library) throws {
+        let dir = try TemporaryDirectory()
+        let api = try #require(library.api)
+        // Values up to 1000 bytes bind, but a row holding two 600-byte values is refused when its record is
+        // built (SQLITE_TOOBIG while the statement runs, not when binding).
+        let store = try SQLiteStore(path: dir.path("store.sqlite"), api: api) { db, api in
+            _ = api.limit(db, SQLite.LIMIT_LENGTH, 1000)
+        }
+        defer { try? store.close() }
+        try store.defineTable(TableSchema("Note", ["text": .string, "more": .string]))
+        let half = Value.string(String(repeating: "x", count: 600))
+        try store.upsert([["id": "a", "text": half]], into: "Note")
+        try store.write { tx in
+            try tx.upsert([["id": "b", "text": "new"]], into: "Note")
+            expectError(.invalidValue) { try tx.upsert([["id": "A", "more": half]], into: "Note") }  // the UPDATE
+            expectError(.invalidValue) { try tx.upsert([["id": "c", "text": half, "more": half]], into: "Note") }  // the INSERT
+            #expect(try tx.read(table: "Note", id: "a") == ["id": "a", "text": half, "more": .null])
+            #expect(try tx.read(table: "Note", id: "c") == nil)
+            _ = try tx.appendOperation(table: "Note", itemId: "b")
+            try tx.delete(ids: ["b"], from: "Note")
+            try tx.upsert([["id": "b", "text": "again"]], into: "Note")
+        }
+        #expect(try store.read(Query("Note")).items.compactMap(\.stringId) == ["a", "b"])
+        #expect(try store.read(table: "Note", id: "a") == ["id": "a", "text": half, "more": .null])
+        #expect(try store.read(table: "Note", id: "b")?["text"] == "again")
+        #expect(try store.pendingOperationCount() == 1)
+    }
+
     @Test("a file remembers its system table names")
     func systemTableNames() throws {
         let dir = try TemporaryDirectory()
