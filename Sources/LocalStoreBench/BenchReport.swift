@@ -51,6 +51,11 @@ extension BenchReport {
             foot.append([fp.backend, Self.bytes(fp.storeBytes), Self.bytes(fp.peakMemoryBytes)])
         }
         out += Self.align(foot, rightAligned: [1, 2])
+        for fp in footprints {
+            guard let heap = fp.residentBytesPerRow, let payload = fp.payloadBytesPerRow, payload > 0 else { continue }
+            out += "\n\(fp.backend): \(Int(heap.rounded())) B resident per row for \(Int(payload.rounded())) B of payload ("
+                + String(format: "%.1f", heap / payload) + "×)\n"
+        }
         return out
     }
 

@@ -78,7 +78,14 @@ public struct BenchResult: Sendable, Codable, Hashable {
 public struct BenchFootprint: Sendable, Codable, Hashable {
     public var backend: String
     public var storeBytes: Int64
+    /// The peak resident set size (`VmHWM`) of the process that ran this backend alone.
     public var peakMemoryBytes: Int64
+    /// In-memory backends: the resident set size (`VmRSS`) after loading the table minus before, per
+    /// loaded row.
+    public var residentBytesPerRow: Double?
+    /// The raw data of the loaded rows, per row: UTF-8 bytes of strings, 8 per integer and date, 1 per
+    /// boolean.
+    public var payloadBytesPerRow: Double?
 }
 
 /// The whole report, as printed by `--format json`.
@@ -139,14 +146,24 @@ public struct BenchRunner {
         let session = try BenchSession(backend: backend, records: records, seed: seed)
         defer { session.removeFiles() }
         var results: [BenchResult] = []
+        var heapBeforeLoad: Int64?
+        var heapPerRow: Double?
         for workload in Workload.allCases where session.supports(workload) && workloads.map({ $0.contains(workload) }) ?? true {
-            if workloads != nil { try session.prepare(for: workload) }
+            if workloads != nil && (workload != .pushDrain || session.needsRefill(.pushDrain)) {
+                try session.prepare(for: workload)
+            }
             var observing: BenchObservers?
             if workload == .localWrite && observers > 0 {
                 observing = try session.subject.startObservers(observers)
                 if observing == nil { continue }
             }
             defer { observing?.stop() }
+            if workload == .upsert && !backend.isPersistent { heapBeforeLoad = Memory.residentBytes() }
+            defer {
+                if workload == .upsert, let before = heapBeforeLoad {
+                    heapPerRow = Double(Memory.residentBytes() - before) / Double(records)
+                }
+            }
             progress?.begin(backend.name, workload)
             var m = Measurement()
             var ops = 0
@@ -177,7 +194,8 @@ public struct BenchRunner {
         progress?.end()
         try session.close()
         let footprint = BenchFootprint(
-            backend: backend.name, storeBytes: session.storeBytes, peakMemoryBytes: Memory.peakBytes())
+            backend: backend.name, storeBytes: session.storeBytes, peakMemoryBytes: Memory.peakBytes(),
+            residentBytesPerRow: heapPerRow, payloadBytesPerRow: heapPerRow == nil ? nil : session.payloadBytesPerRow)
         return (results, footprint)
     }
 }
@@ -302,10 +320,15 @@ enum Memory {
         }
     }
 
+    /// The resident set size now (`VmRSS`), in bytes.
+    static func residentBytes() -> Int64 { statusField("VmRSS:") }
+
     /// The peak resident set size since the last reset (`VmHWM`), in bytes.
-    static func peakBytes() -> Int64 {
+    static func peakBytes() -> Int64 { statusField("VmHWM:") }
+
+    private static func statusField(_ name: String) -> Int64 {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
-        for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        for line in status.split(separator: "\n") where line.hasPrefix(name) {
             let digits = line.split(separator: " ").dropFirst().first.flatMap { Int64($0) } ?? 0
             return digits * 1024
         }

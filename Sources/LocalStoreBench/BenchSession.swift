@@ -90,6 +90,15 @@ public final class BenchSession {
         }
     }
 
+    /// The raw data of the loaded records, per record: UTF-8 bytes of the strings, 8 per integer and
+    /// date, 1 per boolean.
+    public var payloadBytesPerRow: Double {
+        let total = data.records.reduce(0) { sum, r in
+            sum + r.id.utf8.count + r.text.utf8.count + r.version.utf8.count + 8 * 3 + 2
+        }
+        return Double(total) / Double(max(1, data.records.count))
+    }
+
     static func localWriteCount(records: Int) -> Int { max(1, min(records / 10, 5_000)) }
     static func updateCount(records: Int) -> Int { max(1, Int(Double(records) * 0.1)) }
 

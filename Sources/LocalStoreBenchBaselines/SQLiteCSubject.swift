@@ -8,7 +8,7 @@ import LocalStoreBench
 ///
 /// Same schema as the backend (the TodoItem table with a `NOCASE` text primary key and indexes on
 /// `priority` and `updatedAt`; the three system tables, the operations table keyed by an integer
-/// primary key), same configuration (WAL, `synchronous = NORMAL`), one connection, every statement
+/// primary key), same configuration (WAL, `synchronous = NORMAL`, a 32 MiB page cache, `temp_store = MEMORY`), one connection, every statement
 /// prepared once and kept, values bound straight from the record's fields (text without a copy), one
 /// transaction per page, rows decoded into ``TodoRecord``s.
 public final class SQLiteCSubject: BenchSubject {
@@ -117,7 +117,8 @@ public final class SQLiteCSubject: BenchSubject {
             throw LocalStoreError(.ioError, "sqlite-c: cannot open \(path): \(message)")
         }
         db = handle
-        try exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
+        try exec(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -32768; PRAGMA temp_store = MEMORY;")
         try exec(Self.schema)
         statements = [:]
     }

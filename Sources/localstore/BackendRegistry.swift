@@ -51,6 +51,11 @@ enum BackendRegistry {
         ("sqlcipher", { SQLCipherStore.cipherVersion ?? "not installed" }),
     ]
 
+    /// How durable the SQL stores' commits are in the benchmark (the defaults, see docs/sqlite.md).
+    static let durability =
+        "sqlite, sqlcipher, sqlite-c: WAL, synchronous=NORMAL (no fsync per commit; the WAL is fsynced when it is "
+        + "checkpointed, every ~1000 pages), cache_size 32 MiB, temp_store=MEMORY"
+
     /// The fixed raw key of the benchmark's SQLCipher stores (temporary files, removed afterwards).
     static let benchKey = (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 29 &+ 3) }
 

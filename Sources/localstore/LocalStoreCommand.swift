@@ -46,6 +46,9 @@ struct Bench: ParsableCommand {
     @Option(help: "Query observers of the table running during local-write (0: none; see docs/observation.md).")
     var observers: Int = 0
 
+    @Flag(help: "Run every backend in this process instead of one child process per backend (peak memory then includes what earlier backends left behind).")
+    var inProcess = false
+
     func validate() throws {
         guard records >= 1 else { throw ValidationError("--records must be at least 1") }
         guard observers >= 0 else { throw ValidationError("--observers must not be negative") }
@@ -87,16 +90,50 @@ struct Bench: ParsableCommand {
         let ordered = names.filter { BackendRegistry.baselineNames.contains($0) } + names.filter { !BackendRegistry.baselineNames.contains($0) }
         for name in ordered {
             guard let backend = BackendRegistry.backend(named: name) else { continue }
-            let (results, footprint) = try runner.run(backend)
-            report.results += results
-            report.footprints.append(footprint)
+            if inProcess {
+                let (results, footprint) = try runner.run(backend)
+                report.results += results
+                report.footprints.append(footprint)
+            } else {
+                let child = try runChild(backend: name)
+                report.results += child.results
+                report.footprints += child.footprints
+            }
             if let base = backend.baseline { baselines[backend.name] = base }
         }
         report.computeRatios(baselines: baselines)
+        report.environment["durability"] = BackendRegistry.durability
         switch format {
         case .table: print(report.table(), terminator: "")
         case .json: print(try report.json())
         case .csv: print(report.csv(), terminator: "")
+        }
+    }
+}
+
+extension Bench {
+    /// Runs one backend in a child process (this executable, `bench --in-process`), so that its peak
+    /// memory is its own; returns the child's report.
+    func runChild(backend name: String) throws -> BenchReport {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
+        process.arguments = [
+            "bench", "--in-process", "--no-baselines", "--backends", name, "--records", String(records), "--seed",
+            String(seed), "--format", "json",
+        ] + (workloads.map { ["--workloads", $0] } ?? []) + ["--observers", String(observers)]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.standardError
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw LocalStoreError(.internal, "bench: the child process for '\(name)' failed (status \(process.terminationStatus))")
+        }
+        do {
+            return try JSONDecoder().decode(BenchReport.self, from: data)
+        } catch {
+            throw LocalStoreError(.internal, "bench: the child process for '\(name)' printed no report: \(error)")
         }
     }
 }
