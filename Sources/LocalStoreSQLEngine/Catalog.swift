@@ -75,8 +75,9 @@ enum TableKind: Int, Sendable {
     case user = 0, operations = 1, errors = 2, config = 3
 }
 
-/// A table known to the engine: its schema, SQL name and kind.
-struct TableInfo: Sendable {
+/// A table known to the engine: its schema, SQL name and kind (a class: a lookup hands out one reference,
+/// not a copy of every string and array in it).
+final class TableInfo: Sendable {
     let schema: TableSchema
     let sqlName: String
     let kind: TableKind
