@@ -208,8 +208,10 @@ struct Session {
     ///   values take less than half of it). It checks everything before writing — conflicts are ignored,
     ///   the id is never null — so it either adds the row and its index entries or changes nothing; only
     ///   a row too large for the limit could fail after the index entries were written;
-    /// - the `UPDATE`, which runs only when the row existed, is in a savepoint: the stored row's other
-    ///   columns are part of the new record, so its size is not known in advance;
+    /// - the `UPDATE`, which runs only when the row existed, runs unguarded too when the item sets every
+    ///   column (the new record is then the item's values, known to fit, and `OR FAIL` checks before it
+    ///   writes); otherwise it is in a savepoint: the stored row's other columns are part of the new
+    ///   record, so its size is not known in advance;
     /// - anything else (a wide item, a row that may not fit) runs wholly in a savepoint.
     ///
     /// The savepoint this saves is what matters on SQLCipher: the first change of a page inside one
@@ -254,13 +256,14 @@ struct Session {
             let sets = assignments.map { t.quotedColumns[$0.column] + " = ?" }.joined(separator: ", ")
             update = "UPDATE OR FAIL \(t.quotedName) SET \(sets) WHERE \(t.idColumn) = ?"
         }
-        try inSavepoint {
+        let run = {
             try connection.withStatement(update) { s in
                 for (k, a) in assignments.enumerated() { try s.bind(a.value, at: Int32(k + 1)) }
                 try s.bind(p.id, at: Int32(assignments.count + 1))
                 try s.run()
             }
         }
+        if setsAll { try run() } else { try inSavepoint(run) }
     }
 
     /// Runs `body` in a savepoint: when it fails, what it changed is undone and the transaction goes on.

@@ -437,6 +437,9 @@ struct SQLiteStoreTests {
             try tx.upsert([["id": "b", "text": "new"]], into: "Note")
             expectError(.invalidValue) { try tx.upsert([["id": "A", "more": half]], into: "Note") }  // the UPDATE
             expectError(.invalidValue) { try tx.upsert([["id": "c", "text": half, "more": half]], into: "Note") }  // the INSERT
+            expectError(.invalidValue) { try tx.upsert([["id": "a", "text": half, "more": half]], into: "Note") }  // every column
+            try tx.upsert([["id": "b", "text": "whole", "more": "row"]], into: "Note")  // an UPDATE of every column
+            #expect(try tx.read(table: "Note", id: "b") == ["id": "b", "text": "whole", "more": "row"])
             #expect(try tx.read(table: "Note", id: "a") == ["id": "a", "text": half, "more": .null])
             #expect(try tx.read(table: "Note", id: "c") == nil)
             _ = try tx.appendOperation(table: "Note", itemId: "b")
