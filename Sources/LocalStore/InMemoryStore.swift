@@ -910,6 +910,8 @@ final class MemTable {
 private enum RowTest {
     case bool(column: Int, equal: Bool, to: Bool)
     case int(column: Int, QueryPredicate.ComparisonOperator, Int64)
+    /// A case-sensitive string test of a column against a literal.
+    case string(QueryPredicate.StringOperator, column: Int, String)
     case general(ResolvedPredicate)
 
     init(_ p: ResolvedPredicate) {
@@ -918,6 +920,8 @@ private enum RowTest {
             self = .bool(column: n, equal: op == .equal, to: v)
         case .compare(.column(let n, .integer, _), let op, .literal(.int(let v), _), _):
             self = .int(column: n, op, v)
+        case .string(let op, .column(let n, .string, false), .literal(.string(let pattern), _), false):
+            self = .string(op, column: n, pattern)
         default:
             self = .general(p)
         }
@@ -937,6 +941,13 @@ private enum RowTest {
             case .lessOrEqual: return x <= v
             case .greater: return x > v
             case .greaterOrEqual: return x >= v
+            }
+        case .string(let op, let n, let pattern):
+            guard case .string(let s) = row[n] else { return false }
+            switch op {
+            case .startsWith: return s.utf8.starts(with: pattern.utf8)
+            case .endsWith: return s.utf8.reversed().starts(with: pattern.utf8.reversed())
+            case .contains: return StringSearch.contains(s, pattern)
             }
         case .general(let p):
             return p.matches(row)

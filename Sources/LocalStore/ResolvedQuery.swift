@@ -299,7 +299,7 @@ enum StringSearch {
     static func contains(_ s: String, _ p: String) -> Bool {
         // Native strings are contiguous UTF-8: search them in place, without copying.
         if let found = s.utf8.withContiguousStorageIfAvailable({ hay in
-            p.utf8.withContiguousStorageIfAvailable { needle in search(hay, needle) }
+            p.utf8.withContiguousStorageIfAvailable { needle in ByteSearch.contains(UnsafeRawBufferPointer(hay), UnsafeRawBufferPointer(needle)) }
         }), let found {
             return found
         }

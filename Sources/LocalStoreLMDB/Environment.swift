@@ -27,8 +27,18 @@ final class Environment: @unchecked Sendable {
         let inode: UInt64
     }
 
+    /// A reset read transaction. Only ever used by one thread at a time: it is taken out of the
+    /// state before it is renewed (`MDB_NOTLS`: any thread may renew it).
+    struct IdleReader: @unchecked Sendable {
+        let txn: OpaquePointer
+    }
+
     struct State {
         var handles: [String: MDB_dbi] = [:]
+        /// Read transactions that ended (reset: no snapshot held, reader slot kept), renewed by the
+        /// next reads instead of beginning new ones (`mdb_txn_begin` allocates and zeroes a
+        /// transaction sized by `maximumDatabases` every time).
+        var idleReaders: [IdleReader] = []
         var catalog: Catalog?
         var references = 1
         var isOpen = true
@@ -100,6 +110,7 @@ final class Environment: @unchecked Sendable {
         guard last else { return }
         gate.lockExclusive()
         state.withLock { $0.isOpen = false }
+        dropIdleReaders()
         // In the faster durability modes the last close is a flush point (best effort: closing
         // cannot fail, and a process exit keeps the data in the OS cache anyway).
         if options.durability != .synchronous { mdb_env_sync(env, 1) }
@@ -307,10 +318,17 @@ final class Environment: @unchecked Sendable {
     }
 
     static func generation(_ txn: OpaquePointer, _ meta: MDB_dbi) throws -> UInt64 {
-        guard let g = try rawGet(txn, meta, MetaKey.generation), g.count == 8 else {
-            throw LMDBErrors.corrupt("the catalog has no generation")
+        // Read in place: this runs at the start of every transaction.
+        try MetaKey.generation.withUnsafeBytes { k in
+            var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+            var dv = MDB_val()
+            let rc = mdb_get(txn, meta, &kv, &dv)
+            guard rc != MDB_NOTFOUND, dv.mv_size == 8, let data = dv.mv_data else {
+                if rc != MDB_NOTFOUND { try LMDBErrors.check(rc, "cannot read the catalog") }
+                throw LMDBErrors.corrupt("the catalog has no generation")
+            }
+            return UInt64(bigEndian: data.loadUnaligned(as: UInt64.self))
         }
-        return KeyCodec.readBigEndian(g[...])
     }
 
     /// Reads every table definition of the snapshot `txn`.
@@ -398,6 +416,7 @@ final class Environment: @unchecked Sendable {
         gate.lockExclusive()
         defer { gate.unlockExclusive() }
         guard isOpen else { throw LocalStoreError.closed() }
+        dropIdleReaders()
         let current = mapSize
         guard current <= observed else { return }  // another writer grew it already
         let doubled = observed.multipliedReportingOverflow(by: 2)
@@ -411,6 +430,7 @@ final class Environment: @unchecked Sendable {
         gate.lockExclusive()
         defer { gate.unlockExclusive() }
         guard isOpen else { throw LocalStoreError.closed() }
+        dropIdleReaders()
         try LMDBErrors.check(mdb_env_set_mapsize(env, 0), "cannot adopt the new map size")
     }
 
@@ -444,6 +464,43 @@ final class Environment: @unchecked Sendable {
         }
     }
 
+    /// The most reset read transactions kept for reuse. Each keeps its slot in LMDB's reader table
+    /// (`maximumReaders`, shared by every process), so only a few are kept: as many as reads of this
+    /// process usually run at once.
+    static let maximumIdleReaders = 4
+
+    /// A read transaction: an idle one renewed, or a new one. The caller holds the gate shared.
+    private func beginRead() throws -> OpaquePointer {
+        while let idle = state.withLock({ $0.idleReaders.popLast() })?.txn {
+            if mdb_txn_renew(idle) == MDB_SUCCESS { return idle }
+            // A renewal that fails (the map was resized by another process, a reader-table
+            // problem) ends that transaction; a new one reports or handles the condition.
+            mdb_txn_abort(idle)
+        }
+        return try beginTransaction(readOnly: true)
+    }
+
+    /// Ends a read transaction: reset and kept for reuse, or aborted when enough are kept.
+    private func endRead(_ txn: OpaquePointer) {
+        mdb_txn_reset(txn)
+        let kept = state.withLock { s -> Bool in
+            guard s.isOpen, s.idleReaders.count < Environment.maximumIdleReaders else { return false }
+            s.idleReaders.append(IdleReader(txn: txn))
+            return true
+        }
+        if !kept { mdb_txn_abort(txn) }
+    }
+
+    /// Aborts the idle read transactions (before a map resize or close; the caller holds the gate
+    /// exclusively, so none is in use).
+    private func dropIdleReaders() {
+        let idle = state.withLock { s -> [IdleReader] in
+            defer { s.idleReaders = [] }
+            return s.idleReaders
+        }
+        for reader in idle { mdb_txn_abort(reader.txn) }
+    }
+
     /// Runs `body` in a read transaction (a consistent snapshot; never blocks on a writer). `tracker`
     /// learns the snapshot's transaction id when somebody observes (commits made elsewhere).
     func read<R>(tracker: LMDBChangeTracker? = nil, _ body: (TxnContext) throws -> R) throws -> R {
@@ -451,13 +508,13 @@ final class Environment: @unchecked Sendable {
         gate.lockShared()
         defer { gate.unlockShared() }
         while true {
-            let txn = try beginTransaction(readOnly: true)
+            let txn = try beginRead()
             if let tracker, tracker.center.isObserved { tracker.sawCommitted(mdb_txn_id(txn)) }
             let catalog: Catalog
             do {
                 catalog = try self.catalog(for: txn)
             } catch let missing as MissingHandlesSignal {
-                mdb_txn_abort(txn)
+                endRead(txn)
                 try openHandles(missing.names)
                 continue
             } catch {
@@ -465,7 +522,7 @@ final class Environment: @unchecked Sendable {
                 throw error
             }
             let context = TxnContext(environment: self, txn: txn, catalog: catalog, isWrite: false)
-            defer { context.end() }
+            defer { context.end(reusing: endRead) }
             return try body(context)
         }
     }

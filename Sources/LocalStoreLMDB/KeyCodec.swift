@@ -70,14 +70,31 @@ enum KeyCodec {
     /// `00 00` when the string has no NUL, or `00 01` and the 8-byte total length when it has one.
     /// Equal exactly when `Collation.compareNoCase` says equal; ordered exactly like it.
     static func appendNoCase(_ s: String, into out: inout [UInt8]) {
-        for b in s.utf8 {
-            if b == 0 {
-                out.append(0x00)
-                out.append(0x01)
-                appendBigEndian(UInt64(s.utf8.count), into: &out)
-                return
+        let count = s.utf8.count
+        out.reserveCapacity(out.count + count + 10)
+        let start = out.count
+        // Copied in one go (native strings are contiguous), then folded in place.
+        if s.utf8.withContiguousStorageIfAvailable({ out.append(contentsOf: $0) }) == nil {
+            out.append(contentsOf: s.utf8)
+        }
+        var end = out.count
+        out.withUnsafeMutableBufferPointer { buffer in
+            for i in start..<buffer.count {
+                let b = buffer[i]
+                if b == 0 {
+                    end = i
+                    break
+                }
+                if b >= 0x41 && b <= 0x5A { buffer[i] = b | 0x20 }
             }
-            out.append(b >= 0x41 && b <= 0x5A ? b | 0x20 : b)
+        }
+        if end < out.count {
+            // Cut at the first NUL, then the total length.
+            out.removeSubrange(end...)
+            out.append(0x00)
+            out.append(0x01)
+            appendBigEndian(UInt64(count), into: &out)
+            return
         }
         out.append(0x00)
         out.append(0x00)

@@ -315,7 +315,8 @@ public final class LMDBStore: LocalStore {
         }
     }
 
-    /// The process ids of the reader slots in use (live or stale), from LMDB's reader table.
+    /// The process ids of the reader slots holding a snapshot (live or stale), from LMDB's reader
+    /// table. Slots of reset transactions kept for reuse (no snapshot; their `txnid` is `-`) are left out.
     func readerSlotProcesses() throws -> [Int32] {
         try checkOpen()
         return try environment.withEnvironment { env in
@@ -329,7 +330,9 @@ public final class LMDBStore: LocalStore {
                 }, Unmanaged.passUnretained(lines).toOpaque())
             // Lines are "    pid     thread     txnid" (a header) and "<pid> <thread> <txnid>".
             return lines.text.compactMap { line in
-                line.split(separator: " ").first.flatMap { Int32($0) }
+                let fields = line.split(whereSeparator: { $0 == " " || $0 == "\n" })
+                guard fields.count >= 3, fields[2] != "-" else { return nil }
+                return Int32(fields[0])
             }
         }
     }

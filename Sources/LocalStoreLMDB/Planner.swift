@@ -515,24 +515,48 @@ struct QueryRunner {
     let context: TxnContext
     let table: TableDefinition
     let query: ResolvedQuery
+    /// Whether each returned row carries where it is stored after its columns: `.binary(stored
+    /// key)`, `.int(row number)` (for deleting the rows without looking them up again). The
+    /// evaluator reads rows by column position only, so the extra values ride along unseen.
+    var withLocation = false
 
     var schema: TableSchema { table.schema }
+
+    /// The row of a record, with its location when ``withLocation``.
+    private func decodeRow(_ record: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer) throws -> [Value] {
+        let decoded = try RecordCodec.decode(record, schema: schema)
+        guard withLocation else { return decoded.row }
+        return QueryRunner.located(decoded.row, key: Array(key), rowId: decoded.rowId)
+    }
+
+    static func located(_ row: [Value], key: [UInt8], rowId: UInt64) -> [Value] {
+        var row = row
+        row.append(.binary(key))
+        row.append(.int(Int64(bitPattern: rowId)))
+        return row
+    }
+
+    /// The location a row of ``run()`` carries with ``withLocation``.
+    static func location(_ row: [Value], width: Int) -> StoredRow? {
+        guard row.count == width + 2, case .binary(let key) = row[width], case .int(let rowId) = row[width + 1] else { return nil }
+        return StoredRow(key: key, row: Array(row[0..<width]), rowId: UInt64(bitPattern: rowId))
+    }
 
     /// The rows the query returns (not projected) and the number of matches (meaningful when the
     /// query asks for the count).
     func run() throws -> (rows: [[Value]], count: Int) {
         let plan = try QueryPlanner(table: table, query: query, statistics: context.statistics(table)).plan()
         let primary = try context.handle(table.database)
+        if let top = query.top, top == 0 || query.skip.addingReportingOverflow(top) == (0, false) {
+            // No rows wanted: at most the count, without building rows.
+            guard query.includeTotalCount else { return ([], 0) }
+            return ([], try count(plan, primary: primary))
+        }
         switch plan {
         case .empty:
             return ([], 0)
         case .ids(let ids):
-            var seen = Set<[UInt8]>()
-            var rows: [[Value]] = []
-            for id in ids where ids.count == 1 || seen.insert(KeyCodec.idKey(id)).inserted {
-                if let found = try context.findRow(table, id: id) { rows.append(found.row) }
-            }
-            return query.select(rows)
+            return query.select(try rows(ids: ids))
         case .ranges(let source, let ranges):
             return query.select(try rows(source, ranges, primary: primary))
         case .ordered(let source, let range, let descending):
@@ -542,7 +566,7 @@ struct QueryRunner {
             if let result = try ordered(walk, .all, descending: descending, primary: primary, budget: budget) { return result }
             return query.select(try rows(source, ranges, primary: primary))
         case .scan:
-            return try context.withAllRows(table, filter: RowFilter(query)) { query.select($0) }
+            return try context.withAllRows(table, filter: RecordFilter(query), withLocation: withLocation) { query.select($0) }
         case .compoundOrdered(let index, let range, let descending, let groupComponents, _):
             return try ordered(.index(index), range, descending: descending, primary: primary, budget: .max, groupComponents: groupComponents)
                 ?? query.select(try rows(.index(index), [range], primary: primary))
@@ -586,38 +610,111 @@ struct QueryRunner {
         return n
     }
 
-    /// The rows within `ranges` of `source`, each once. One range holds every row at most once (a
-    /// row has one entry per index); several ranges (from `IN`) may overlap and are deduplicated.
-    private func rows(_ source: PlanSource, _ ranges: [KeyRange], primary: MDB_dbi) throws -> [[Value]] {
-        let dedup = ranges.count > 1
-        // Every candidate is decoded whole when the query returns rows (most candidates of a range
-        // usually match, and `select` filters anyway); for a count, only the predicate's columns.
-        let filter = RowFilter(query)
-        let schema = self.schema
-        func candidate(_ record: UnsafeRawBufferPointer) throws -> [Value]? {
-            if filter.wholeRows { return try RecordCodec.decode(record, schema: schema).row }
-            return try filter.matchingRow(record)
-        }
+    private func rows(ids: [Value]) throws -> [[Value]] {
         var seen = Set<[UInt8]>()
         var rows: [[Value]] = []
+        for id in ids where ids.count == 1 || seen.insert(KeyCodec.idKey(id)).inserted {
+            if let found = try context.findRow(table, id: id) {
+                rows.append(withLocation ? QueryRunner.located(found.row, key: found.key, rowId: found.rowId) : found.row)
+            }
+        }
+        return rows
+    }
+
+    /// The number of rows matching the predicate, read the cheapest way the plan allows: records
+    /// are tested in place (``RecordFilter``), never decoded into rows; an index range whose
+    /// entries carry every column the predicate reads is counted from the index keys alone.
+    private func count(_ plan: QueryPlan, primary: MDB_dbi) throws -> Int {
+        switch plan {
+        case .empty:
+            return 0
+        case .ids(let ids):
+            return try rows(ids: ids).reduce(0) { $0 + (query.predicate.matches($1) ? 1 : 0) }
+        case .ranges(let source, let ranges):
+            return try count(source, ranges, primary: primary)
+        case .ordered(let source, let range, _):
+            return try count(source, [range], primary: primary)
+        case .walkOrRanges(_, _, _, let source, let ranges):
+            return try count(source, ranges, primary: primary)
+        case .scan:
+            return try count(.primary, [.all], primary: primary)
+        case .compoundOrdered(let index, let range, _, _, _):
+            return try count(.index(index), [range], primary: primary)
+        case .compoundRanges(let index, let ranges, _):
+            return try count(.index(index), ranges, primary: primary)
+        case .countEntries(let index, let ranges, _):
+            return try countEntries(index, ranges, primary: primary)
+        }
+    }
+
+    private func count(_ source: PlanSource, _ ranges: [KeyRange], primary: MDB_dbi) throws -> Int {
+        let dedup = ranges.count > 1
+        var seen = Set<[UInt8]>()
+        let filter = RecordFilter(query)
+        var n = 0
         switch source {
         case .primary:
             for r in ranges {
                 let s = r.stored
-                try context.walkRaw(primary, lower: s.lower, upper: s.upper, descending: false) { key, value in
-                    if !dedup || seen.insert(Array(key)).inserted, let row = try candidate(value) { rows.append(row) }
-                    return true
+                n += try context.withRange(primary, lower: s.lower, upper: s.upper, descending: false) { cursor in
+                    var n = 0
+                    while let (key, value) = try cursor.next() {
+                        if !dedup || seen.insert(Array(key)).inserted, try filter.matches(value) { n += 1 }
+                    }
+                    return n
                 }
             }
         case .index(let index):
             let dbi = try context.handle(index.database)
+            let keyTest = IndexKeyTest(index: index, predicate: query.predicate, schema: schema)
             for r in ranges {
                 let s = r.stored
-                try context.walkRaw(dbi, lower: s.lower, upper: s.upper, descending: false) { _, value in
-                    if !dedup || seen.insert(Array(value)).inserted, let row = try row(storedKey: value, primary: primary, candidate) {
-                        rows.append(row)
+                n += try context.withRange(dbi, lower: s.lower, upper: s.upper, descending: false) { cursor in
+                    var n = 0
+                    while let (key, value) = try cursor.next() {
+                        guard !dedup || seen.insert(Array(value)).inserted else { continue }
+                        if let keyTest, let answer = keyTest.matches(key) {
+                            if answer { n += 1 }
+                        } else if try row(storedKey: value, primary: primary, { try filter.matches($0) }) {
+                            n += 1
+                        }
                     }
-                    return true
+                    return n
+                }
+            }
+        }
+        return n
+    }
+
+    /// The rows within `ranges` of `source` that match, each once. One range holds every row at
+    /// most once (a row has one entry per index); several ranges (from `IN`) may overlap and are
+    /// deduplicated.
+    private func rows(_ source: PlanSource, _ ranges: [KeyRange], primary: MDB_dbi) throws -> [[Value]] {
+        let dedup = ranges.count > 1
+        let filter = RecordFilter(query)
+        var seen = Set<[UInt8]>()
+        var rows: [[Value]] = []
+        let dbi: MDB_dbi
+        switch source {
+        case .primary: dbi = primary
+        case .index(let index): dbi = try context.handle(index.database)
+        }
+        for r in ranges {
+            let s = r.stored
+            try context.withRange(dbi, lower: s.lower, upper: s.upper, descending: false) { cursor in
+                while let (key, value) = try cursor.next() {
+                    switch source {
+                    case .primary:
+                        if !dedup || seen.insert(Array(key)).inserted, try filter.matches(value) {
+                            rows.append(try decodeRow(value, key: key))
+                        }
+                    case .index:
+                        if !dedup || seen.insert(Array(value)).inserted,
+                            let row = try row(storedKey: value, primary: primary, { try filter.matches($0) ? try decodeRow($0, key: value) : nil })
+                        {
+                            rows.append(row)
+                        }
+                    }
                 }
             }
         }
@@ -625,8 +722,8 @@ struct QueryRunner {
     }
 
     /// `decode` applied to the record stored under a primary key found in an index.
-    private func row(storedKey: UnsafeRawBufferPointer, primary: MDB_dbi, _ decode: (UnsafeRawBufferPointer) throws -> [Value]?)
-        throws -> [Value]?
+    private func row<T>(storedKey: UnsafeRawBufferPointer, primary: MDB_dbi, _ decode: (UnsafeRawBufferPointer) throws -> T)
+        throws -> T
     {
         guard let decoded = try context.withValue(primary, raw: storedKey, decode) else {
             throw LMDBErrors.corrupt("an index of table '\(schema.name)' names a row that does not exist", table: schema.name)
@@ -635,78 +732,107 @@ struct QueryRunner {
     }
 
     /// Walks `range` of `source` in the order of the first sort key, one group of equal first-key
-    /// values at a time; each group is sorted by the full order (later keys, then id) and the walk
+    /// values at a time; each group is put in the full order (later keys, then id) and the walk
     /// stops once skip + top rows are out. Truncated long keys can put different values in one
     /// group (their order within the group is restored by the sort), never out of group order.
+    /// A group already in order (every group of one row, and so every row of a primary-key walk
+    /// whose keys are not truncated) is not sorted again.
     /// `nil` when the walk visited more than `budget` entries before it was done.
     private func ordered(
         _ source: PlanSource, _ range: KeyRange, descending: Bool, primary: MDB_dbi, budget: Int, groupComponents: Int = 1
     ) throws
         -> (rows: [[Value]], count: Int)?
     {
-        guard let top = query.top else { return try context.withAllRows(table) { query.select($0) } }
+        guard let top = query.top else { return try context.withAllRows(table, withLocation: withLocation) { query.select($0) } }
         let wanted = query.skip.addingReportingOverflow(top)
-        if wanted.overflow { return try context.withAllRows(table) { query.select($0) } }
+        if wanted.overflow { return try context.withAllRows(table, withLocation: withLocation) { query.select($0) } }
         if wanted.partialValue == 0 { return ([], 0) }
-        var out: [[Value]] = []
-        var group: [[Value]] = []
-        var groupKey: [UInt8] = []
-        var inGroup = false
-        var visited = 0
-        var overBudget = false
-        let filter = RowFilter(query)
-        func flush() {
-            group.sort { query.compareRows($0, $1) < 0 }
-            out.append(contentsOf: group)
-            group.removeAll(keepingCapacity: true)
-        }
-        /// Starts a new group when `g` differs from the current group's key; `false` when the walk is done.
-        func enter(_ g: UnsafeRawBufferPointer) -> Bool {
-            if inGroup {
-                if g.elementsEqual(groupKey) { return true }
-                flush()
-                if out.count >= wanted.partialValue { return false }
-            }
-            inGroup = true
-            groupKey.removeAll(keepingCapacity: true)
-            groupKey.append(contentsOf: g)
-            return true
-        }
+        let limit = wanted.partialValue
+        let filter = RecordFilter(query)
+        let sort = query.sort
         let s = range.stored
+        let isPrimary: Bool
+        let dbi: MDB_dbi
+        let index: IndexDefinition?
         switch source {
         case .primary:
-            try context.walkRaw(primary, lower: s.lower, upper: s.upper, descending: descending) { key, value in
-                let g = key.count > KeyCodec.prefixLimit ? UnsafeRawBufferPointer(rebasing: key[0..<KeyCodec.prefixLimit]) : key
-                guard enter(g) else { return false }
-                visited += 1
-                if visited > budget {
-                    overBudget = true
-                    return false
+            isPrimary = true
+            dbi = primary
+            index = nil
+        case .index(let i):
+            isPrimary = false
+            dbi = try context.handle(i.database)
+            index = i
+        }
+        let walked = try context.withRange(dbi, lower: s.lower, upper: s.upper, descending: descending) { cursor -> [[Value]]? in
+            var out: [[Value]] = []
+            var group: [[Value]] = []
+            var groupKey: [UInt8] = []
+            var inGroup = false
+            var visited = 0
+            func flush() {
+                if group.count > 1 {
+                    var inOrder = true
+                    for i in 1..<group.count where ResolvedQuery.compare(group[i - 1], group[i], by: sort) > 0 {
+                        inOrder = false
+                        break
+                    }
+                    if !inOrder { group.sort { ResolvedQuery.compare($0, $1, by: sort) < 0 } }
                 }
-                if let row = try filter.matchingRow(value) { group.append(row) }
-                return true
+                out.append(contentsOf: group)
+                group.removeAll(keepingCapacity: true)
             }
-        case .index(let index):
-            let dbi = try context.handle(index.database)
-            try context.walkRaw(dbi, lower: s.lower, upper: s.upper, descending: descending) { key, value in
+            while let (key, value) = try cursor.next() {
                 let g: UnsafeRawBufferPointer
-                if let n = QueryRunner.groupLength(key, index, groupComponents), n <= KeyCodec.prefixLimit {
+                if isPrimary {
+                    visited += 1
+                    if visited > budget { return nil }
+                    if key.count <= KeyCodec.prefixLimit {
+                        // A whole id: a group of its own, in order.
+                        if inGroup {
+                            flush()
+                            inGroup = false
+                            if out.count >= limit { break }
+                        }
+                        if try filter.matches(value) {
+                            out.append(try decodeRow(value, key: key))
+                            if out.count >= limit { break }
+                        }
+                        continue
+                    }
+                    g = UnsafeRawBufferPointer(rebasing: key[0..<KeyCodec.prefixLimit])
+                } else if let index, let n = QueryRunner.groupLength(key, index, groupComponents), n <= KeyCodec.prefixLimit {
                     g = UnsafeRawBufferPointer(rebasing: key[0..<n])
                 } else {
                     g = key.count > KeyCodec.prefixLimit ? UnsafeRawBufferPointer(rebasing: key[0..<KeyCodec.prefixLimit]) : key
                 }
-                guard enter(g) else { return false }
-                visited += 1
-                if visited > budget {
-                    overBudget = true
-                    return false
+                // Starts a new group when `g` differs from the current group's key.
+                if inGroup {
+                    if !g.elementsEqual(groupKey) {
+                        flush()
+                        if out.count >= limit { break }
+                        groupKey.removeAll(keepingCapacity: true)
+                        groupKey.append(contentsOf: g)
+                    }
+                } else {
+                    inGroup = true
+                    groupKey.removeAll(keepingCapacity: true)
+                    groupKey.append(contentsOf: g)
                 }
-                if let row = try row(storedKey: value, primary: primary, filter.matchingRow) { group.append(row) }
-                return true
+                if !isPrimary {
+                    visited += 1
+                    if visited > budget { return nil }
+                }
+                if isPrimary {
+                    if try filter.matches(value) { group.append(try decodeRow(value, key: key)) }
+                } else if let row = try row(storedKey: value, primary: primary, { try filter.matches($0) ? try decodeRow($0, key: value) : nil }) {
+                    group.append(row)
+                }
             }
+            flush()
+            return out
         }
-        if overBudget { return nil }
-        flush()
+        guard let out = walked else { return nil }
         return (Array(out.dropFirst(query.skip).prefix(top)), out.count)
     }
 }
@@ -755,37 +881,5 @@ extension ResolvedExpression {
         case .toLower(let e), .toUpper(let e), .length(let e): e.collectColumns(into: &set)
         case .function(_, let args, _): for a in args { a.collectColumns(into: &set) }
         }
-    }
-}
-
-/// Decodes candidate rows for a query: the predicate's columns first, the whole record only for
-/// the rows that match (and not even those when the query needs only the count). Every record is
-/// checked in full either way.
-struct RowFilter {
-    let predicate: ResolvedPredicate
-    let schema: TableSchema
-    /// `nil` when the predicate is always true (nothing to filter on).
-    let columns: ColumnSet?
-    /// Whether matching rows must be whole (the query returns rows, not just the count).
-    let wholeRows: Bool
-
-    init(_ query: ResolvedQuery) {
-        predicate = query.predicate
-        schema = query.schema
-        if case .constant(true) = query.predicate { columns = nil } else { columns = query.predicate.columns }
-        if let top = query.top {
-            let limit = query.skip.addingReportingOverflow(top)
-            wholeRows = limit.overflow || limit.partialValue > 0
-        } else {
-            wholeRows = true
-        }
-    }
-
-    /// The row of `record` when it matches, else `nil`.
-    @inline(__always) func matchingRow(_ record: UnsafeRawBufferPointer) throws -> [Value]? {
-        guard let columns else { return try RecordCodec.decode(record, schema: schema).row }
-        let partial = try RecordCodec.decode(record, schema: schema, only: columns).row
-        guard predicate.matches(partial) else { return nil }
-        return wholeRows ? try RecordCodec.decode(record, schema: schema).row : partial
     }
 }

@@ -144,14 +144,9 @@ enum RecordCodec {
         var rowId: UInt64
     }
 
+    /// Decodes a record, checking every value (see ``RecordFilter`` for testing a record without
+    /// decoding it).
     static func decode(_ bytes: UnsafeRawBufferPointer, schema: TableSchema) throws -> Decoded {
-        try decode(bytes, schema: schema, only: nil)
-    }
-
-    /// Decodes a record; with `only`, the columns not in it are checked exactly like the others
-    /// (tags, lengths, types, UTF-8, finiteness) but stand as empty placeholders of their kind
-    /// (`""`, `[]`) instead of being materialized: for filtering before the full decode.
-    static func decode(_ bytes: UnsafeRawBufferPointer, schema: TableSchema, only: ColumnSet?) throws -> Decoded {
         var r = ByteReader(bytes)
         do {
             guard try r.byte() == version else { throw ByteReader.Failure("unknown record version") }
@@ -162,7 +157,7 @@ enum RecordCodec {
             var row: [Value] = []
             row.reserveCapacity(width)
             for n in 0..<Int(count) {
-                let v = try only.map { $0.contains(n) } ?? true ? r.value() : r.placeholderValue()
+                let v = try r.value()
                 guard schema.columns[n].type.accepts(v) else {
                     throw ByteReader.Failure("column '\(schema.columns[n].name)' holds a \(v.kindName)")
                 }
@@ -197,7 +192,7 @@ struct ByteReader {
     }
 
     let bytes: UnsafeRawBufferPointer
-    private(set) var offset = 0
+    var offset = 0
 
     init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
@@ -245,15 +240,10 @@ struct ByteReader {
     mutating func string() throws -> String {
         let n = try length()
         let raw = rawBytes(n)
+        // ASCII (the common case) is valid UTF-8: built without the generic validating path.
+        if ByteReader.isASCII(raw) { return String(decoding: raw, as: UTF8.self) }
         guard let s = String(validating: raw, as: UTF8.self) else { throw Failure("invalid UTF-8") }
         return s
-    }
-
-    /// Checks a string's length and UTF-8 without building it.
-    mutating func checkString() throws {
-        let n = try length()
-        let raw = rawBytes(n)
-        guard ByteReader.isASCII(raw) || String(validating: raw, as: UTF8.self) != nil else { throw Failure("invalid UTF-8") }
     }
 
     static func isASCII(_ raw: UnsafeRawBufferPointer) -> Bool {
@@ -268,23 +258,6 @@ struct ByteReader {
             i += 1
         }
         return true
-    }
-
-    /// ``value()`` with strings and binaries checked but not built: `""` / `[]` stand for them.
-    mutating func placeholderValue() throws -> Value {
-        guard offset < bytes.count else { throw Failure("unexpected end") }
-        switch bytes[offset] {
-        case RecordCodec.Tag.string:
-            offset += 1
-            try checkString()
-            return .string("")
-        case RecordCodec.Tag.binary:
-            offset += 1
-            _ = rawBytes(try length())
-            return .binary([])
-        default:
-            return try value()
-        }
     }
 
     mutating func value() throws -> Value {
@@ -350,6 +323,15 @@ struct ColumnSet {
     @inline(__always) func contains(_ n: Int) -> Bool {
         let w = n >> 6
         return w < bits.count && bits[w] & (1 << UInt64(n & 63)) != 0
+    }
+
+    /// The positions in the set, ascending.
+    var members: [Int] {
+        var out: [Int] = []
+        for (w, word) in bits.enumerated() where word != 0 {
+            for b in 0..<64 where word & (1 << UInt64(b)) != 0 { out.append(w * 64 + b) }
+        }
+        return out
     }
 
     mutating func insert(_ n: Int) {

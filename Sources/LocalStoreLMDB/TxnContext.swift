@@ -59,11 +59,12 @@ final class TxnContext {
         self.startTxnId = mdb_txn_id(txn)
     }
 
-    /// Aborts the transaction if it is still open and releases what it holds.
-    func end() {
+    /// Aborts the transaction if it is still open and releases what it holds; a read transaction
+    /// is handed to `reusing` instead of being aborted, when given.
+    func end(reusing: ((OpaquePointer) -> Void)? = nil) {
         if let txn {
-            mdb_txn_abort(txn)
             self.txn = nil
+            if let reusing, !isWrite { reusing(txn) } else { mdb_txn_abort(txn) }
         }
         createdHandles = [:]
         releaseHandleLock()
@@ -164,13 +165,12 @@ final class TxnContext {
     /// The number of keys `lower <= key < upper` (stored-key space) of `dbi`, counting no further
     /// than `limit`.
     func countKeys(_ dbi: MDB_dbi, lower: [UInt8]?, upper: [UInt8]?, limit: Int) throws -> Int {
-        var n = 0
         guard limit > 0 else { return 0 }
-        try walkRaw(dbi, lower: lower, upper: upper, descending: false) { _, _ in
-            n += 1
-            return n < limit
+        return try withRange(dbi, lower: lower, upper: upper, descending: false) { cursor in
+            var n = 0
+            while n < limit, try cursor.next() != nil { n += 1 }
+            return n
         }
-        return n
     }
 
     /// What the planner may ask for a cost choice over `t`, in this transaction.
@@ -242,17 +242,35 @@ final class TxnContext {
         if rc != MDB_NOTFOUND { try LMDBErrors.check(rc, "cannot move a cursor") }
     }
 
+    /// Runs `body` with a cursor over the keys `lower <= key < upper` (stored-key space; `nil` =
+    /// unbounded) of `dbi`, in order or in reverse order. A loop over ``RangeCursor/next()`` inside
+    /// `body` keeps its state in locals of `body` (a closure called per entry, as with
+    /// ``walkRaw(_:lower:upper:descending:_:)``, pays dynamic exclusivity checks on the variables
+    /// it captures).
+    func withRange<R>(
+        _ dbi: MDB_dbi, lower: [UInt8]?, upper: [UInt8]?, descending: Bool, _ body: (inout RangeCursor) throws -> R
+    ) throws -> R {
+        let txn = try activeTxn()
+        var handle: OpaquePointer?
+        try LMDBErrors.check(mdb_cursor_open(txn, dbi, &handle), "cannot open a cursor")
+        guard let handle else { throw LocalStoreError(.internal, "mdb_cursor_open returned no cursor") }
+        defer { mdb_cursor_close(handle) }
+        var cursor = RangeCursor(cursor: handle, lower: lower.flatMap { $0.isEmpty ? nil : $0 }, upper: upper, descending: descending)
+        return try body(&cursor)
+    }
+
     /// Runs `body` over every row of `t`, streamed from a cursor in primary-key order; a decoding or
     /// cursor error ends the sequence and is thrown after `body` returns.
-    /// With `filter`, the stream skips the rows that do not match (``RowFilter``).
-    func withAllRows<R>(_ t: TableDefinition, filter: RowFilter? = nil, _ body: (RowStream) -> R) throws -> R {
+    /// With `filter`, the stream skips the rows that do not match (``RecordFilter``).
+    /// With `withLocation`, each row carries its stored key and row number (``QueryRunner/withLocation``).
+    func withAllRows<R>(_ t: TableDefinition, filter: RecordFilter? = nil, withLocation: Bool = false, _ body: (RowStream) -> R) throws -> R {
         let txn = try activeTxn()
         var cursor: OpaquePointer?
         try LMDBErrors.check(mdb_cursor_open(txn, try handle(t.database), &cursor), "cannot open a cursor")
         guard let cursor else { throw LocalStoreError(.internal, "mdb_cursor_open returned no cursor") }
         defer { mdb_cursor_close(cursor) }
         let failure = RowStream.Failure()
-        let result = body(RowStream(cursor: cursor, schema: t.schema, failure: failure, filter: filter))
+        let result = body(RowStream(cursor: cursor, schema: t.schema, failure: failure, filter: filter, withLocation: withLocation))
         if let error = failure.error { throw error }
         return result
     }
@@ -406,19 +424,26 @@ final class TxnContext {
             for id in ids { try t.schema.checkId(id) }
             if ids.isEmpty { return }
             try executing {
+                let dbis = try DeleteHandles(self, t)
                 for id in ids {
-                    if let found = try findRow(t, id: id) { try deleteRow(t, found) }
+                    if let found = try findRow(t, id: id) { try deleteRow(t, found, dbis) }
                 }
             }
             if changes != nil { changes?.deleted(ids, in: t.schema.name) }
         case .deleteMatching(let query):
             let t = try self.table(query.table)
             let q = try ResolvedQuery(query, schema: t.schema)
-            let rows = try QueryRunner(context: self, table: t, query: q).run().rows
+            // The rows come with where they are stored: deleted without being looked up again.
+            let rows = try QueryRunner(context: self, table: t, query: q, withLocation: true).run().rows
             if rows.isEmpty { return }
+            let width = t.schema.columns.count
             try executing {
+                let dbis = try DeleteHandles(self, t)
                 for row in rows {
-                    if let found = try findRow(t, id: row[t.schema.idIndex]) { try deleteRow(t, found) }
+                    guard let found = QueryRunner.location(row, width: width) else {
+                        throw LocalStoreError(.internal, "a row of table '\(t.schema.name)' to delete has no location")
+                    }
+                    try deleteRow(t, found, dbis)
                 }
             }
             if changes != nil { changes?.changedMany(in: t.schema.name) }
@@ -456,11 +481,22 @@ final class TxnContext {
         }
     }
 
-    private func deleteRow(_ t: TableDefinition, _ found: StoredRow) throws {
-        try delete(try handle(t.database), found.key)
-        for index in t.indexes {
+    /// The handles a deletion from a table writes to, looked up once per operation.
+    struct DeleteHandles {
+        let primary: MDB_dbi
+        let indexes: [(IndexDefinition, MDB_dbi)]
+
+        init(_ context: TxnContext, _ t: TableDefinition) throws {
+            primary = try context.handle(t.database)
+            indexes = try t.indexes.map { ($0, try context.handle($0.database)) }
+        }
+    }
+
+    private func deleteRow(_ t: TableDefinition, _ found: StoredRow, _ dbis: DeleteHandles) throws {
+        try delete(dbis.primary, found.key)
+        for (index, dbi) in dbis.indexes {
             // A missing index entry is not fatal here: the row is going away.
-            try delete(try handle(index.database), TxnContext.indexKey(index, t.schema, row: found.row, rowId: found.rowId))
+            try delete(dbi, TxnContext.indexKey(index, t.schema, row: found.row, rowId: found.rowId))
         }
     }
 
@@ -620,13 +656,15 @@ struct RowStream: Sequence, IteratorProtocol {
     let failure: Failure
     private var started = false
 
-    let filter: RowFilter?
+    let filter: RecordFilter?
+    let withLocation: Bool
 
-    init(cursor: OpaquePointer, schema: TableSchema, failure: Failure, filter: RowFilter? = nil) {
+    init(cursor: OpaquePointer, schema: TableSchema, failure: Failure, filter: RecordFilter? = nil, withLocation: Bool = false) {
         self.cursor = cursor
         self.schema = schema
         self.failure = failure
         self.filter = filter
+        self.withLocation = withLocation
     }
 
     mutating func next() -> [Value]? {
@@ -640,12 +678,83 @@ struct RowStream: Sequence, IteratorProtocol {
             do {
                 try LMDBErrors.check(rc, "cannot move a cursor")
                 let record = UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)
-                guard let filter else { return try RecordCodec.decode(record, schema: schema).row }
-                if let row = try filter.matchingRow(record) { return row }
+                if let filter, try !filter.matches(record) { continue }
+                let decoded = try RecordCodec.decode(record, schema: schema)
+                guard withLocation else { return decoded.row }
+                let key = Array(UnsafeRawBufferPointer(start: kv.mv_data, count: kv.mv_size))
+                return QueryRunner.located(decoded.row, key: key, rowId: decoded.rowId)
             } catch {
                 failure.error = error
                 return nil
             }
         }
+    }
+}
+
+/// A cursor over a range of keys (see ``TxnContext/withRange(_:lower:upper:descending:_:)``).
+struct RangeCursor {
+    let cursor: OpaquePointer
+    let lower: [UInt8]?
+    let upper: [UInt8]?
+    let descending: Bool
+    private var started = false
+    private var done = false
+
+    init(cursor: OpaquePointer, lower: [UInt8]?, upper: [UInt8]?, descending: Bool) {
+        self.cursor = cursor
+        self.lower = lower
+        self.upper = upper
+        self.descending = descending
+        // LMDB refuses empty keys: an empty upper bound is an empty range.
+        if let upper, upper.isEmpty { done = true }
+    }
+
+    /// The next entry (its bytes valid until the next call), or `nil` at the end of the range.
+    mutating func next() throws -> (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)? {
+        if done { return nil }
+        var kv = MDB_val()
+        var dv = MDB_val()
+        var rc: Int32
+        if started {
+            rc = mdb_cursor_get(cursor, &kv, &dv, descending ? MDB_PREV : MDB_NEXT)
+        } else {
+            started = true
+            rc = first(&kv, &dv)
+        }
+        if rc != 0 {
+            done = true
+            if rc != MDB_NOTFOUND { try LMDBErrors.check(rc, "cannot move a cursor") }
+            return nil
+        }
+        let key = UnsafeRawBufferPointer(start: kv.mv_data, count: kv.mv_size)
+        if !descending {
+            if let upper, !upper.withUnsafeBytes({ TxnContext.precedes(key, $0) }) {
+                done = true
+                return nil
+            }
+        } else if let lower, lower.withUnsafeBytes({ TxnContext.precedes(key, $0) }) {
+            done = true
+            return nil
+        }
+        return (key, UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size))
+    }
+
+    private func seek(_ key: [UInt8], _ kv: inout MDB_val, _ dv: inout MDB_val) -> Int32 {
+        key.withUnsafeBytes { k in
+            kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+            return mdb_cursor_get(cursor, &kv, &dv, MDB_SET_RANGE)
+        }
+    }
+
+    private func first(_ kv: inout MDB_val, _ dv: inout MDB_val) -> Int32 {
+        if !descending {
+            if let lower { return seek(lower, &kv, &dv) }
+            return mdb_cursor_get(cursor, &kv, &dv, MDB_FIRST)
+        }
+        guard let upper else { return mdb_cursor_get(cursor, &kv, &dv, MDB_LAST) }
+        let rc = seek(upper, &kv, &dv)
+        if rc == 0 { return mdb_cursor_get(cursor, &kv, &dv, MDB_PREV) }
+        if rc == MDB_NOTFOUND { return mdb_cursor_get(cursor, &kv, &dv, MDB_LAST) }
+        return rc
     }
 }

@@ -93,7 +93,19 @@ struct PlannerEquivalenceTests {
         case 5:
             let c = pick(["s", "u", "id"], &rng)
             let prefix = pick(["", "a", "A", "r1", "R1", "x", longPrefix, String(longPrefix.prefix(KeyCodec.prefixLimit + 5)), "a\u{0}"], &rng)
-            return Field(c).starts(with: .literal(.string(prefix)), caseInsensitive: rng.next() % 3 == 0)
+            let ci = rng.next() % 3 == 0
+            // All three string tests (evaluated on the record's bytes by the LMDB filter), and one
+            // with the column on the right (evaluated by the general path).
+            switch rng.next() % 5 {
+            case 0: return Field(c).ends(with: .literal(.string(prefix)), caseInsensitive: ci)
+            case 1: return Field(c).contains(.literal(.string(pick(strings + ["b", "B", "\u{0}", "x"], &rng))), caseInsensitive: ci)
+            case 2: return QueryExpression.literal(.string(prefix)).contains(Field(c), caseInsensitive: ci)
+            default: return Field(c).starts(with: .literal(.string(prefix)), caseInsensitive: ci)
+            }
+        case 6 where rng.next() % 3 == 0:
+            // Expressions the filter evaluates over decoded columns.
+            let c = pick(["i", "d", "n"], &rng)
+            return .compare(Field(c) + Field("n"), pick(ops, &rng), .literal(literal(for: c, &rng)), caseInsensitive: false)
         case 6:
             let c = pick(comparable.filter { $0 != "id" } + ["j"], &rng)
             return rng.next() % 2 == 0 ? Field(c).isNull : Field(c).isNotNull

@@ -1,0 +1,568 @@
+import Foundation
+import LocalStore
+
+/// The columns of one stored record, located in place: a tag and a payload range per column, found
+/// by skipping (bounds-checked) over the record's bytes without building any value. One instance is
+/// reused for every record of a walk, so locating allocates nothing.
+///
+/// Only the columns up to the highest one a filter reads are located; the bytes after them are not
+/// looked at. A column's value is checked (tag, type, UTF-8, finiteness) when it is read — exactly
+/// the checks of ``RecordCodec/decode(_:schema:)`` — so a damaged record read by a filter throws
+/// `corrupt` as before; the rows a query returns are decoded (and checked) whole.
+final class RecordFields {
+    let schema: TableSchema
+    /// The columns located per record: 0...`last`.
+    let last: Int
+    private let tags: UnsafeMutablePointer<UInt8>
+    private let starts: UnsafeMutablePointer<Int>
+    private let ends: UnsafeMutablePointer<Int>
+    /// The current record and how many of its columns were located. Behind a pointer rather than
+    /// in stored `var`s: class properties pay a dynamic exclusivity check on every access, which
+    /// cost more than the locating itself.
+    private let current: UnsafeMutablePointer<(bytes: UnsafeRawBufferPointer, located: Int)>
+    private let types: [ColumnType]
+
+    /// How many columns the current record stores among 0...`last` (the others read as null).
+    var located: Int { current.pointee.located }
+    var bytes: UnsafeRawBufferPointer { current.pointee.bytes }
+
+    init(schema: TableSchema, through last: Int) {
+        self.schema = schema
+        self.last = last
+        let n = max(1, last + 1)
+        tags = .allocate(capacity: n)
+        starts = .allocate(capacity: n)
+        ends = .allocate(capacity: n)
+        current = .allocate(capacity: 1)
+        current.initialize(to: (UnsafeRawBufferPointer(start: nil, count: 0), 0))
+        types = schema.columns.map(\.type)
+    }
+
+    deinit {
+        tags.deallocate()
+        starts.deallocate()
+        ends.deallocate()
+        current.deallocate()
+    }
+
+    private func failure(_ what: String, at offset: Int) -> LocalStoreError {
+        LMDBErrors.corrupt(
+            "a record of table '\(schema.name)' is malformed (\(what) at byte \(offset))", table: schema.name)
+    }
+
+    /// Locates columns 0...`last` of `record` (valid until the next call). The same bounds and
+    /// structure checks as ``ByteReader``, written over a raw pointer: this runs once per record
+    /// of a scan.
+    func locate(_ record: UnsafeRawBufferPointer) throws {
+        current.pointee = (record, 0)
+        var i = 0
+        do {
+            guard let base = record.baseAddress else { throw ByteReader.Failure("unexpected end") }
+            let end = record.count
+            guard end > 0, base.load(as: UInt8.self) == RecordCodec.version else {
+                throw ByteReader.Failure(end > 0 ? "unknown record version" : "unexpected end")
+            }
+            i = 1
+            _ = try RecordFields.varint(base, &i, end)
+            let count = try RecordFields.varint(base, &i, end)
+            let width = schema.columns.count
+            guard count <= UInt64(width) else { throw ByteReader.Failure("record has \(count) columns, the table \(width)") }
+            let n = min(Int(count), last + 1)
+            for c in 0..<n {
+                guard i < end else { throw ByteReader.Failure("unexpected end") }
+                let tag = base.load(fromByteOffset: i, as: UInt8.self)
+                i += 1
+                tags[c] = tag
+                starts[c] = i
+                switch tag {
+                case RecordCodec.Tag.null, RecordCodec.Tag.false, RecordCodec.Tag.true: break
+                case RecordCodec.Tag.int: _ = try RecordFields.varint(base, &i, end)
+                case RecordCodec.Tag.double, RecordCodec.Tag.date:
+                    guard end - i >= 8 else { throw ByteReader.Failure("unexpected end") }
+                    i += 8
+                case RecordCodec.Tag.string, RecordCodec.Tag.binary:
+                    let length = try RecordFields.varint(base, &i, end)
+                    guard length <= UInt64(end - i) else { throw ByteReader.Failure("length \(length) beyond the end") }
+                    starts[c] = i  // the payload, after its length
+                    i += Int(length)
+                case RecordCodec.Tag.json:
+                    var r = ByteReader(record)
+                    r.seek(i)
+                    try r.skipJSON(depth: 0)
+                    i = r.offset
+                default: throw ByteReader.Failure("unknown value tag \(tag)")
+                }
+                ends[c] = i
+            }
+            current.pointee.located = n
+        } catch let f as ByteReader.Failure {
+            throw failure(f.what, at: i)
+        }
+    }
+
+    /// ``ByteReader/varint()`` over a raw pointer.
+    @inline(__always) static func varint(_ base: UnsafeRawPointer, _ i: inout Int, _ end: Int) throws -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            guard i < end else { throw ByteReader.Failure("unexpected end") }
+            let b = base.load(fromByteOffset: i, as: UInt8.self)
+            i += 1
+            if shift == 63 && b > 1 { throw ByteReader.Failure("varint overflows 64 bits") }
+            result |= UInt64(b & 0x7F) << shift
+            if b & 0x80 == 0 { return result }
+            shift += 7
+            if shift > 63 { throw ByteReader.Failure("varint too long") }
+        }
+    }
+
+    /// The integer of column `n` when it holds an int in an integer column (no other check is
+    /// needed for such a value), else `nil`.
+    @inline(__always) func plainInt(_ n: Int) -> Int64? {
+        guard n < located, tags[n] == RecordCodec.Tag.int, types[n] == .integer, let base = bytes.baseAddress else { return nil }
+        var i = starts[n]
+        guard let u = try? RecordFields.varint(base, &i, ends[n]) else { return nil }
+        return RecordCodec.unzigzag(u)
+    }
+
+    /// The boolean of column `n` when it holds one in a boolean column, else `nil`.
+    @inline(__always) func plainBool(_ n: Int) -> Bool? {
+        guard n < located, types[n] == .boolean else { return nil }
+        switch tags[n] {
+        case RecordCodec.Tag.true: return true
+        case RecordCodec.Tag.false: return false
+        default: return nil
+        }
+    }
+
+    @inline(__always) func tag(_ n: Int) -> UInt8 { n < located ? tags[n] : RecordCodec.Tag.null }
+
+    @inline(__always) func isNull(_ n: Int) -> Bool { tag(n) == RecordCodec.Tag.null }
+
+    /// The value of column `n`, checked as the full decoder checks it.
+    func value(_ n: Int) throws -> Value {
+        guard n < located else { return .null }
+        let v: Value
+        switch tags[n] {
+        case RecordCodec.Tag.string:
+            let raw = UnsafeRawBufferPointer(rebasing: bytes[starts[n]..<ends[n]])
+            if ByteReader.isASCII(raw) {
+                v = .string(String(decoding: raw, as: UTF8.self))
+            } else if let s = String(validating: raw, as: UTF8.self) {
+                v = .string(s)
+            } else {
+                throw failure("invalid UTF-8", at: ends[n])
+            }
+        case RecordCodec.Tag.binary:
+            v = .binary(Array(UnsafeRawBufferPointer(rebasing: bytes[starts[n]..<ends[n]])))
+        default:
+            var r = ByteReader(bytes)
+            r.seek(starts[n] - 1)
+            do {
+                v = try r.value()
+            } catch let f as ByteReader.Failure {
+                throw failure(f.what, at: r.offset)
+            }
+        }
+        let column = schema.columns[n]
+        guard column.type.accepts(v) else { throw failure("column '\(column.name)' holds a \(v.kindName)", at: ends[n]) }
+        if case .double(let d) = v, !d.isFinite { throw failure("column '\(column.name)' holds a non-finite number", at: ends[n]) }
+        if case .int = v, column.type == .double { throw failure("double column '\(column.name)' holds an int", at: ends[n]) }
+        return v
+    }
+
+    /// The UTF-8 bytes of string column `n` (checked: a string column holding valid UTF-8), or `nil`
+    /// when it is null. Valid until the next ``locate(_:)``.
+    func stringBytes(_ n: Int) throws -> UnsafeRawBufferPointer? {
+        guard n < located, tags[n] == RecordCodec.Tag.string, types[n] == .string else {
+            _ = try value(n)  // null, or a damaged value: throws
+            return nil
+        }
+        let raw = UnsafeRawBufferPointer(rebasing: bytes[starts[n]..<ends[n]])
+        guard ByteReader.isASCII(raw) || String(validating: raw, as: UTF8.self) != nil else {
+            throw failure("invalid UTF-8", at: ends[n])
+        }
+        return raw
+    }
+}
+
+extension ByteReader {
+    mutating func seek(_ to: Int) { offset = to }
+
+    /// Skips the payload of a value whose tag was just read: bounds-checked, nothing built.
+    mutating func skipPayload(_ tag: UInt8) throws {
+        switch tag {
+        case RecordCodec.Tag.null, RecordCodec.Tag.false, RecordCodec.Tag.true: return
+        case RecordCodec.Tag.int: _ = try varint()
+        case RecordCodec.Tag.double, RecordCodec.Tag.date: try skip(8)
+        case RecordCodec.Tag.string, RecordCodec.Tag.binary: try skip(try length())
+        case RecordCodec.Tag.json: try skipJSON(depth: 0)
+        case let t: throw Failure("unknown value tag \(t)")
+        }
+    }
+
+    mutating func skip(_ n: Int) throws {
+        guard n <= remaining else { throw Failure("unexpected end") }
+        offset += n
+    }
+
+    /// Skips one json value (the checks of ``json(depth:)`` on structure; its strings are not checked).
+    mutating func skipJSON(depth: Int) throws {
+        switch try byte() {
+        case RecordCodec.Tag.null, RecordCodec.Tag.false, RecordCodec.Tag.true: return
+        case RecordCodec.Tag.int: _ = try varint()
+        case RecordCodec.Tag.double: try skip(8)
+        case RecordCodec.Tag.string: try skip(try length())
+        case RecordCodec.Tag.jsonArray:
+            guard depth < RecordCodec.maximumJSONDepth else { throw Failure("json nested too deeply") }
+            let n = try varint()
+            guard n <= UInt64(remaining) else { throw Failure("array count \(n) beyond the end") }
+            for _ in 0..<Int(n) { try skipJSON(depth: depth + 1) }
+        case RecordCodec.Tag.jsonObject:
+            guard depth < RecordCodec.maximumJSONDepth else { throw Failure("json nested too deeply") }
+            let n = try varint()
+            guard n <= UInt64(remaining / 2) else { throw Failure("object count \(n) beyond the end") }
+            for _ in 0..<Int(n) {
+                try skip(try length())
+                try skipJSON(depth: depth + 1)
+            }
+        case let t: throw Failure("unknown json tag \(t)")
+        }
+    }
+}
+
+/// A resolved predicate compiled to tests on a record's bytes (``RecordFields``): comparisons of a
+/// column with a literal read the column in place (strings as bytes, numbers without building a
+/// row); anything else is evaluated by ``ResolvedPredicate/matches(_:)`` over the columns it reads,
+/// decoded into a row buffer reused from record to record. The result is the shared evaluator's,
+/// by construction: the same `Collation` rules on the same values.
+indirect enum RecordTest {
+    case constant(Bool)
+    case and([RecordTest])
+    case or([RecordTest])
+    case not(RecordTest)
+    case isNull(Int)
+    case isNotNull(Int)
+    /// `column op literal` (or `literal op column` when `!columnFirst`), for a non-string literal.
+    case compare(Int, QueryPredicate.ComparisonOperator, Value, columnFirst: Bool, noCase: Bool)
+    /// The same with a string literal, compared as bytes.
+    case compareString(Int, QueryPredicate.ComparisonOperator, [UInt8], columnFirst: Bool, noCase: Bool)
+    case `in`(Int, [Value], noCase: Bool)
+    /// A string test of a column against a literal pattern (lower-cased already when `noCase`).
+    case string(QueryPredicate.StringOperator, Int, [UInt8], noCase: Bool)
+    /// Anything else, over the decoded columns it reads.
+    case general(ResolvedPredicate, [Int])
+
+    init(_ p: ResolvedPredicate) {
+        switch p {
+        case .constant(let b): self = .constant(b)
+        case .and(let ps): self = .and(ps.map(RecordTest.init))
+        case .or(let ps): self = .or(ps.map(RecordTest.init))
+        case .not(let q): self = .not(RecordTest(q))
+        case .isNull(.column(let n, _, _)): self = .isNull(n)
+        case .isNotNull(.column(let n, _, _)): self = .isNotNull(n)
+        case .compare(.column(let n, _, _), let op, .literal(let v, _), let noCase):
+            self = RecordTest.comparison(n, op, v, columnFirst: true, noCase: noCase)
+        case .compare(.literal(let v, _), let op, .column(let n, _, _), let noCase):
+            self = RecordTest.comparison(n, op, v, columnFirst: false, noCase: noCase)
+        case .in(.column(let n, _, _), let values, let noCase): self = .in(n, values, noCase: noCase)
+        case .string(let op, .column(let n, .string, _), .literal(.string(let pattern), _), let noCase):
+            self = .string(op, n, Array((noCase ? ASCII.lowercased(pattern) : pattern).utf8), noCase: noCase)
+        default:
+            var set = ColumnSet()
+            p.collectColumns(into: &set)
+            self = .general(p, set.members)
+        }
+    }
+
+    private static func comparison(
+        _ n: Int, _ op: QueryPredicate.ComparisonOperator, _ v: Value, columnFirst: Bool, noCase: Bool
+    ) -> RecordTest {
+        if case .string(let s) = v { return .compareString(n, op, Array(s.utf8), columnFirst: columnFirst, noCase: noCase) }
+        return .compare(n, op, v, columnFirst: columnFirst, noCase: noCase)
+    }
+
+    /// The highest column position a test reads (-1 for none).
+    var lastColumn: Int {
+        switch self {
+        case .constant: return -1
+        case .and(let ts), .or(let ts): return ts.map(\.lastColumn).max() ?? -1
+        case .not(let t): return t.lastColumn
+        case .isNull(let n), .isNotNull(let n), .compare(let n, _, _, _, _), .compareString(let n, _, _, _, _),
+            .in(let n, _, _), .string(_, let n, _, _):
+            return n
+        case .general(_, let columns): return columns.max() ?? -1
+        }
+    }
+
+    @inline(__always) static func holds(_ op: QueryPredicate.ComparisonOperator, _ c: Int) -> Bool {
+        switch op {
+        case .equal: return c == 0
+        case .notEqual: return c != 0
+        case .less: return c < 0
+        case .lessOrEqual: return c <= 0
+        case .greater: return c > 0
+        case .greaterOrEqual: return c >= 0
+        }
+    }
+
+    /// Whether the located record satisfies the test; `row` is scratch space of the table's width.
+    func matches(_ f: RecordFields, row: inout [Value]) throws -> Bool {
+        switch self {
+        case .constant(let b): return b
+        case .and(let ts):
+            for t in ts where try !t.matches(f, row: &row) { return false }
+            return true
+        case .or(let ts):
+            for t in ts where try t.matches(f, row: &row) { return true }
+            return false
+        case .not(let t): return try !t.matches(f, row: &row)
+        case .isNull(let n): return try f.isNull(n) || f.value(n).isNull
+        case .isNotNull(let n): return try !f.isNull(n) && !f.value(n).isNull
+        case .compare(let n, let op, let literal, let columnFirst, let noCase):
+            // Fast paths for the commonest shapes; the same order as `Collation.compare`.
+            switch literal {
+            case .bool(let y):
+                if let x = f.plainBool(n) {
+                    let c = x == y ? 0 : (x ? 1 : -1)
+                    return RecordTest.holds(op, columnFirst ? c : -c)
+                }
+            case .int(let y):
+                if let x = f.plainInt(n) {
+                    let c = x < y ? -1 : (x == y ? 0 : 1)
+                    return RecordTest.holds(op, columnFirst ? c : -c)
+                }
+            default: break
+            }
+            if f.isNull(n) { return false }
+            let v = try f.value(n)
+            let c = columnFirst ? Collation.compare(v, literal, noCase: noCase) : Collation.compare(literal, v, noCase: noCase)
+            return RecordTest.holds(op, c)
+        case .compareString(let n, let op, let literal, let columnFirst, let noCase):
+            guard let s = try f.stringBytes(n) else { return false }
+            let c = literal.withUnsafeBytes { l in
+                if noCase {
+                    return columnFirst ? RawStrings.compareNoCase(s, l) : RawStrings.compareNoCase(l, s)
+                }
+                return columnFirst ? RawStrings.compareBytes(s, l) : RawStrings.compareBytes(l, s)
+            }
+            return RecordTest.holds(op, c)
+        case .in(let n, let values, let noCase):
+            if f.isNull(n) { return false }
+            let v = try f.value(n)
+            for candidate in values where Collation.compare(v, candidate, noCase: noCase) == 0 { return true }
+            return false
+        case .string(let op, let n, let pattern, let noCase):
+            guard let s = try f.stringBytes(n) else { return false }
+            return pattern.withUnsafeBytes { p in
+                switch op {
+                case .startsWith: return RawStrings.hasPrefix(s, p, noCase: noCase)
+                case .endsWith: return RawStrings.hasSuffix(s, p, noCase: noCase)
+                case .contains: return RawStrings.contains(s, p, noCase: noCase)
+                }
+            }
+        case .general(let p, let columns):
+            for n in columns { row[n] = try f.value(n) }
+            return p.matches(row)
+        }
+    }
+}
+
+/// Byte-level versions of the string rules of `Collation` and `ResolvedPredicate.matches`.
+enum RawStrings {
+    @inline(__always) static func fold(_ b: UInt8) -> UInt8 { b >= 0x41 && b <= 0x5A ? b | 0x20 : b }
+
+    /// `ASCII.compareBytes`: bytes, then length; -1, 0 or 1.
+    static func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+        let n = min(a.count, b.count)
+        if n > 0, let pa = a.baseAddress, let pb = b.baseAddress {
+            let c = memcmp(pa, pb, n)
+            if c != 0 { return c < 0 ? -1 : 1 }
+        }
+        return a.count < b.count ? -1 : (a.count == b.count ? 0 : 1)
+    }
+
+    /// `Collation.compareNoCase` (SQLite's NOCASE, NUL rule included), as its sign.
+    static func compareNoCase(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+        let na = a.count
+        let nb = b.count
+        var i = 0
+        let n = min(na, nb)
+        while i < n {
+            let x = fold(a[i])
+            let y = fold(b[i])
+            if x == 0 {
+                if y != 0 { return -1 }
+                return na < nb ? -1 : (na == nb ? 0 : 1)
+            }
+            if x != y { return x < y ? -1 : 1 }
+            i += 1
+        }
+        return na < nb ? -1 : (na == nb ? 0 : 1)
+    }
+
+    @inline(__always) static func equalAt(
+        _ s: UnsafeRawBufferPointer, _ at: Int, _ p: UnsafeRawBufferPointer, noCase: Bool
+    ) -> Bool {
+        if !noCase {
+            guard let sb = s.baseAddress, let pb = p.baseAddress else { return true }
+            return memcmp(sb + at, pb, p.count) == 0
+        }
+        for j in 0..<p.count where fold(s[at + j]) != p[j] { return false }
+        return true
+    }
+
+    static func hasPrefix(_ s: UnsafeRawBufferPointer, _ p: UnsafeRawBufferPointer, noCase: Bool) -> Bool {
+        p.count <= s.count && equalAt(s, 0, p, noCase: noCase)
+    }
+
+    static func hasSuffix(_ s: UnsafeRawBufferPointer, _ p: UnsafeRawBufferPointer, noCase: Bool) -> Bool {
+        p.count <= s.count && equalAt(s, s.count - p.count, p, noCase: noCase)
+    }
+
+    /// Byte-wise substring search; the empty pattern is in every string. `p` is folded already when `noCase`.
+    static func contains(_ s: UnsafeRawBufferPointer, _ p: UnsafeRawBufferPointer, noCase: Bool) -> Bool {
+        if p.isEmpty { return true }
+        if p.count > s.count { return false }
+        if !noCase { return ByteSearch.contains(s, p) }
+        let first = p[0]
+        let last = s.count - p.count
+        var i = 0
+        while i <= last {
+            if fold(s[i]) == first, equalAt(s, i, p, noCase: true) { return true }
+            i += 1
+        }
+        return false
+    }
+}
+
+/// Filters stored records for a query: the predicate is tested on the record's bytes
+/// (``RecordTest``); only the rows that match and are returned are decoded whole.
+final class RecordFilter {
+    let schema: TableSchema
+    let test: RecordTest
+    private let fields: RecordFields
+    /// Whether the test reads any column.
+    private let reads: Bool
+    /// Scratch row for the general tests (behind a pointer: no exclusivity check per record).
+    private let row: UnsafeMutablePointer<[Value]>
+
+    init(_ predicate: ResolvedPredicate, schema: TableSchema) {
+        self.schema = schema
+        test = RecordTest(predicate)
+        let last = test.lastColumn
+        reads = last >= 0
+        fields = RecordFields(schema: schema, through: last)
+        row = .allocate(capacity: 1)
+        row.initialize(to: Array(repeating: .null, count: schema.columns.count))
+    }
+
+    deinit {
+        row.deinitialize(count: 1)
+        row.deallocate()
+    }
+
+    convenience init(_ query: ResolvedQuery) { self.init(query.predicate, schema: query.schema) }
+
+    /// Whether the predicate is always true.
+    var isTrue: Bool {
+        if case .constant(true) = test { return true }
+        return false
+    }
+
+    /// Whether `record` matches the predicate.
+    @inline(__always) func matches(_ record: UnsafeRawBufferPointer) throws -> Bool {
+        if case .constant(let b) = test { return b }
+        if reads { try fields.locate(record) }
+        return try test.matches(fields, row: &row.pointee)
+    }
+}
+
+/// Tests a predicate on an index entry's key alone, when the key's components carry every column
+/// the predicate reads: the components are decoded back into values and the shared evaluator runs
+/// on them. Each decoded component is encoded again and compared with the key's bytes, so a key
+/// this decoder does not understand (a truncated long key, a NOCASE component, another encoding)
+/// gives `nil` — the caller then reads the row.
+final class IndexKeyTest {
+    let predicate: ResolvedPredicate
+    let schema: TableSchema
+    /// The components to decode, in key order: (column, whether the predicate reads it).
+    private let components: [(column: Int, needed: Bool)]
+    private var row: [Value]
+    private var scratch: [UInt8] = []
+
+    /// `nil` when the predicate reads a column that is not a plain (case-sensitive) component.
+    init?(index: IndexDefinition, predicate: ResolvedPredicate, schema: TableSchema) {
+        let needed = Set(predicate.columns.members)
+        var components: [(column: Int, needed: Bool)] = []
+        var covered = Set<Int>()
+        for c in index.components {
+            if needed.isSubset(of: covered) { break }
+            if c.noCase || c.descending { return nil }
+            components.append((c.column, needed.contains(c.column)))
+            covered.insert(c.column)
+        }
+        guard needed.isSubset(of: covered) else { return nil }
+        self.predicate = predicate
+        self.schema = schema
+        self.components = components
+        row = Array(repeating: .null, count: schema.columns.count)
+        scratch.reserveCapacity(64)
+    }
+
+    /// Whether the entry's row matches, or `nil` when the key cannot tell.
+    func matches(_ key: UnsafeRawBufferPointer) -> Bool? {
+        var offset = 0
+        for c in components {
+            guard let n = KeyCodec.componentLength(key, at: offset) else { return nil }
+            let bytes = UnsafeRawBufferPointer(rebasing: key[offset..<(offset + n)])
+            offset += n
+            guard c.needed else { continue }
+            guard let v = IndexKeyTest.decode(bytes, type: schema.columns[c.column].type) else { return nil }
+            scratch.removeAll(keepingCapacity: true)
+            KeyCodec.appendComponent(v, into: &scratch)
+            guard scratch.elementsEqual(bytes) else { return nil }
+            row[c.column] = v
+        }
+        return predicate.matches(row)
+    }
+
+    /// The value of one component as ``KeyCodec/appendComponent(_:into:)`` wrote it for a column
+    /// of `type`, or `nil` for a component it cannot hold.
+    static func decode(_ bytes: UnsafeRawBufferPointer, type: ColumnType) -> Value? {
+        guard let tag = bytes.first else { return nil }
+        func fixed() -> UInt64? {
+            guard bytes.count == 9 else { return nil }
+            var v: UInt64 = 0
+            for k in 1..<9 { v = v << 8 | UInt64(bytes[k]) }
+            return v
+        }
+        func double(_ u: UInt64) -> Double { Double(bitPattern: u & (1 << 63) != 0 ? u & ~(1 << 63) : ~u) }
+        func unescaped() -> [UInt8]? {
+            // tag, escaped bytes (0x00 as 00 FF), then the terminator 00 01.
+            let end = bytes.count - 2
+            guard end >= 1 else { return nil }
+            var out: [UInt8] = []
+            out.reserveCapacity(end)
+            var i = 1
+            while i < end {
+                let b = bytes[i]
+                out.append(b)
+                i += b == 0 ? 2 : 1
+            }
+            return out
+        }
+        switch (tag, type) {
+        case (KeyCodec.Tag.null, _): return bytes.count == 1 ? .null : nil
+        case (KeyCodec.Tag.bool, .boolean): return bytes.count == 2 ? .bool(bytes[1] != 0) : nil
+        case (KeyCodec.Tag.number, .integer): return fixed().map { .int(Int64(bitPattern: $0 ^ (1 << 63))) }
+        case (KeyCodec.Tag.number, .double): return fixed().map { .double(double($0)) }
+        case (KeyCodec.Tag.date, .date): return fixed().map { .date(Date(timeIntervalSinceReferenceDate: double($0))) }
+        case (KeyCodec.Tag.string, .string):
+            guard let raw = unescaped(), let s = String(validating: raw, as: UTF8.self) else { return nil }
+            return .string(s)
+        case (KeyCodec.Tag.binary, .binary): return unescaped().map { .binary($0) }
+        default: return nil
+        }
+    }
+}
