@@ -653,6 +653,8 @@ struct QueryRunner {
         let filter = RecordFilter(query)
         var n = 0
         switch source {
+        case .primary where ranges.count == 1 && ranges[0].lower == nil && ranges[0].upper == nil:
+            return try context.countAll(primary, filter)
         case .primary:
             for r in ranges {
                 let s = r.stored

@@ -102,6 +102,14 @@ final class RecordFields {
 
     /// ``ByteReader/varint()`` over a raw pointer.
     @inline(__always) static func varint(_ base: UnsafeRawPointer, _ i: inout Int, _ end: Int) throws -> UInt64 {
+        // One byte (lengths and counts below 128): the common case.
+        if i < end {
+            let b = base.load(fromByteOffset: i, as: UInt8.self)
+            if b < 0x80 {
+                i += 1
+                return UInt64(b)
+            }
+        }
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {

@@ -242,6 +242,25 @@ final class TxnContext {
         if rc != MDB_NOTFOUND { try LMDBErrors.check(rc, "cannot move a cursor") }
     }
 
+    /// The number of records of `dbi` (every entry) that `filter` matches: a plain cursor loop,
+    /// for a count over a whole table.
+    func countAll(_ dbi: MDB_dbi, _ filter: RecordFilter) throws -> Int {
+        let txn = try activeTxn()
+        var handle: OpaquePointer?
+        try LMDBErrors.check(mdb_cursor_open(txn, dbi, &handle), "cannot open a cursor")
+        defer { mdb_cursor_close(handle) }
+        var kv = MDB_val()
+        var dv = MDB_val()
+        var n = 0
+        var rc = mdb_cursor_get(handle, &kv, &dv, MDB_FIRST)
+        while rc == 0 {
+            if try filter.matches(UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)) { n += 1 }
+            rc = mdb_cursor_get(handle, &kv, &dv, MDB_NEXT)
+        }
+        if rc != MDB_NOTFOUND { try LMDBErrors.check(rc, "cannot move a cursor") }
+        return n
+    }
+
     /// Runs `body` with a cursor over the keys `lower <= key < upper` (stored-key space; `nil` =
     /// unbounded) of `dbi`, in order or in reverse order. A loop over ``RangeCursor/next()`` inside
     /// `body` keeps its state in locals of `body` (a closure called per entry, as with

@@ -315,3 +315,32 @@ struct ErrorTests {
         #expect(LocalStoreError.Code.typeMismatch != LocalStoreError.Code.invalidValue)
     }
 }
+
+@Suite("Core: byte search")
+struct ByteSearchTests {
+    /// Random haystacks over a small alphabet (many partial matches) at every length around the
+    /// word-at-a-time and memchr paths, against a plain search.
+    @Test("contains agrees with a plain search")
+    func agreesWithPlainSearch() {
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next() -> UInt64 {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return state >> 33
+        }
+        func plain(_ hay: [UInt8], _ needle: [UInt8]) -> Bool {
+            if needle.isEmpty { return true }
+            if needle.count > hay.count { return false }
+            for i in 0...(hay.count - needle.count) where Array(hay[i..<(i + needle.count)]) == needle { return true }
+            return false
+        }
+        let alphabet: [UInt8] = [0x23, 0x22, 0x61, 0x60, 0x00, 0xFF]
+        for length in [0, 1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 255, 256, 257, 300] {
+            for _ in 0..<60 {
+                let hay = (0..<length).map { _ in alphabet[Int(next() % UInt64(alphabet.count))] }
+                let needle = (0..<Int(next() % 5)).map { _ in alphabet[Int(next() % UInt64(alphabet.count))] }
+                let found = hay.withUnsafeBytes { h in needle.withUnsafeBytes { n in ByteSearch.contains(h, n) } }
+                #expect(found == plain(hay, needle), "hay \(hay) needle \(needle)")
+            }
+        }
+    }
+}
