@@ -341,6 +341,7 @@ final class TxnContext {
 
     static func indexKey(_ index: IndexDefinition, _ schema: TableSchema, row: [Value], rowId: UInt64) -> [UInt8] {
         var out: [UInt8] = []
+        out.reserveCapacity(64)
         for c in index.components {
             if c.noCase {
                 KeyCodec.appendNoCaseComponent(row[c.column], into: &out)
@@ -729,7 +730,7 @@ struct RangeCursor {
     }
 
     /// The next entry (its bytes valid until the next call), or `nil` at the end of the range.
-    mutating func next() throws -> (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)? {
+    @inline(__always) mutating func next() throws -> (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)? {
         if done { return nil }
         var kv = MDB_val()
         var dv = MDB_val()
