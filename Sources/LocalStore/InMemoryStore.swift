@@ -910,8 +910,9 @@ final class MemTable {
 private enum RowTest {
     case bool(column: Int, equal: Bool, to: Bool)
     case int(column: Int, QueryPredicate.ComparisonOperator, Int64)
-    /// A case-sensitive string test of a column against a literal.
-    case string(QueryPredicate.StringOperator, column: Int, String)
+    /// A case-sensitive string test of a column against a literal (boxed: a one-pointer payload
+    /// keeps the other cases' scan loops as cheap as without it).
+    case string(StringTest)
     case general(ResolvedPredicate)
 
     init(_ p: ResolvedPredicate) {
@@ -921,7 +922,7 @@ private enum RowTest {
         case .compare(.column(let n, .integer, _), let op, .literal(.int(let v), _), _):
             self = .int(column: n, op, v)
         case .string(let op, .column(let n, .string, false), .literal(.string(let pattern), _), false):
-            self = .string(op, column: n, pattern)
+            self = .string(StringTest(op: op, column: n, pattern: pattern))
         default:
             self = .general(p)
         }
@@ -942,15 +943,31 @@ private enum RowTest {
             case .greater: return x > v
             case .greaterOrEqual: return x >= v
             }
-        case .string(let op, let n, let pattern):
-            guard case .string(let s) = row[n] else { return false }
+        case .string(let t):
+            return t.matches(row)
+        case .general(let p):
+            return p.matches(row)
+        }
+    }
+
+    final class StringTest: Sendable {
+        let op: QueryPredicate.StringOperator
+        let column: Int
+        let pattern: String
+
+        init(op: QueryPredicate.StringOperator, column: Int, pattern: String) {
+            self.op = op
+            self.column = column
+            self.pattern = pattern
+        }
+
+        func matches(_ row: [Value]) -> Bool {
+            guard case .string(let s) = row[column] else { return false }
             switch op {
             case .startsWith: return s.utf8.starts(with: pattern.utf8)
             case .endsWith: return s.utf8.reversed().starts(with: pattern.utf8.reversed())
             case .contains: return StringSearch.contains(s, pattern)
             }
-        case .general(let p):
-            return p.matches(row)
         }
     }
 }
