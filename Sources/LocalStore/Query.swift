@@ -221,6 +221,19 @@ public indirect enum QueryPredicate: Sendable, Hashable {
         case greater
         /// `>=`
         case greaterOrEqual
+
+        /// Whether the operator holds for a three-way comparison result (`< 0`, `0`, `> 0`) of its operands.
+        @inlinable @inline(__always)
+        package func holds(for comparison: Int) -> Bool {
+            switch self {
+            case .equal: return comparison == 0
+            case .notEqual: return comparison != 0
+            case .less: return comparison < 0
+            case .lessOrEqual: return comparison <= 0
+            case .greater: return comparison > 0
+            case .greaterOrEqual: return comparison >= 0
+            }
+        }
     }
 
     /// String operators.

@@ -265,15 +265,7 @@ public indirect enum ResolvedPredicate: Sendable, Hashable {
             if a.isNull { return false }
             let b = r.evaluate(row)
             if b.isNull { return false }
-            let c = Collation.compare(a, b, noCase: noCase)
-            switch op {
-            case .equal: return c == 0
-            case .notEqual: return c != 0
-            case .less: return c < 0
-            case .lessOrEqual: return c <= 0
-            case .greater: return c > 0
-            case .greaterOrEqual: return c >= 0
-            }
+            return op.holds(for: Collation.compare(a, b, noCase: noCase))
         case .in(let e, let values, let noCase):
             let a = e.evaluate(row)
             if a.isNull { return false }

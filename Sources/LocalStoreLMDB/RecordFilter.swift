@@ -303,17 +303,6 @@ indirect enum RecordTest {
         }
     }
 
-    @inline(__always) static func holds(_ op: QueryPredicate.ComparisonOperator, _ c: Int) -> Bool {
-        switch op {
-        case .equal: return c == 0
-        case .notEqual: return c != 0
-        case .less: return c < 0
-        case .lessOrEqual: return c <= 0
-        case .greater: return c > 0
-        case .greaterOrEqual: return c >= 0
-        }
-    }
-
     /// Whether the located record satisfies the test; `row` is scratch space of the table's width.
     func matches(_ f: RecordFields, row: inout [Value]) throws -> Bool {
         switch self {
@@ -333,19 +322,19 @@ indirect enum RecordTest {
             case .bool(let y):
                 if let x = f.plainBool(n) {
                     let c = x == y ? 0 : (x ? 1 : -1)
-                    return RecordTest.holds(op, columnFirst ? c : -c)
+                    return op.holds(for: columnFirst ? c : -c)
                 }
             case .int(let y):
                 if let x = f.plainInt(n) {
                     let c = x < y ? -1 : (x == y ? 0 : 1)
-                    return RecordTest.holds(op, columnFirst ? c : -c)
+                    return op.holds(for: columnFirst ? c : -c)
                 }
             default: break
             }
             if f.isNull(n) { return false }
             let v = try f.value(n)
             let c = columnFirst ? Collation.compare(v, literal, noCase: noCase) : Collation.compare(literal, v, noCase: noCase)
-            return RecordTest.holds(op, c)
+            return op.holds(for: c)
         case .compareString(let n, let op, let literal, let columnFirst, let noCase):
             guard let s = try f.stringBytes(n) else { return false }
             let c = literal.withUnsafeBytes { l in
@@ -354,7 +343,7 @@ indirect enum RecordTest {
                 }
                 return columnFirst ? RawStrings.compareBytes(s, l) : RawStrings.compareBytes(l, s)
             }
-            return RecordTest.holds(op, c)
+            return op.holds(for: c)
         case .in(let n, let values, let noCase):
             if f.isNull(n) { return false }
             let v = try f.value(n)

@@ -211,21 +211,8 @@ enum Rendering {
         }
     }
 
-    static func json(_ v: Value) -> JSON {
-        switch v {
-        case .null: return .null
-        case .bool(let b): return .bool(b)
-        case .int(let i): return .int(i)
-        case .double(let d): return .double(d)
-        case .string(let s): return .string(s)
-        case .date(let d): return .string(DeltaTokenFormat.string(from: d))
-        case .binary(let b): return .string(Data(b).base64EncodedString())
-        case .json(let j): return j
-        }
-    }
-
     static func jsonLine(_ item: Item) -> String {
-        JSON.object(item.values.mapValues(json)).jsonText
+        ItemJSON.object(item).jsonText
     }
 
     static func align(_ rows: [[String]]) -> String {
