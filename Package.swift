@@ -53,7 +53,7 @@ let package = Package(
             dependencies: ["LocalStore", "LocalStoreSQLEngine", "LocalStoreSQLite", "LocalStoreConformance", "LocalStoreBench"]
         ),
         .target(name: "LocalStoreBench", dependencies: ["LocalStore"]),
-        .target(name: "LocalStoreBenchBaselines", dependencies: ["LocalStoreBench", "CSQLite", "CLMDB"]),
+        .target(name: "LocalStoreBenchBaselines", dependencies: ["LocalStore", "LocalStoreBench", "CSQLite", "CLMDB"]),
         .executableTarget(
             name: "localstore",
             dependencies: [

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The one error type every ``LocalStore`` backend throws.
 ///
 /// Switch over ``code`` to react to a kind of failure. ``Code`` is a struct, not an enum, so new codes
@@ -84,13 +86,20 @@ public struct LocalStoreError: Error, Sendable, Hashable, CustomStringConvertibl
     public var table: String?
     /// The column at fault, when there is one.
     public var column: String?
+    /// The result code the storage engine returned, when the error comes from the engine: SQLite's
+    /// (extended) result code on the SQL backends, LMDB's return code (an `MDB_*` value or an `errno`) on
+    /// LMDB; `nil` for errors LocalStore itself detected.
+    public var engineResultCode: Int32?
 
     /// Creates an error.
-    public init(_ code: Code, _ message: String, table: String? = nil, column: String? = nil) {
+    public init(
+        _ code: Code, _ message: String, table: String? = nil, column: String? = nil, engineResultCode: Int32? = nil
+    ) {
         self.code = code
         self.message = message
         self.table = table
         self.column = column
+        self.engineResultCode = engineResultCode
     }
 
     /// `"<code>: <message>"`.
@@ -112,4 +121,9 @@ extension LocalStoreError {
     public static func closed() -> LocalStoreError {
         LocalStoreError(.closed, "the store is closed")
     }
+}
+
+extension LocalStoreError: LocalizedError {
+    /// ``description``: `"<code>: <message>"`, so `localizedDescription` says what failed.
+    public var errorDescription: String? { description }
 }

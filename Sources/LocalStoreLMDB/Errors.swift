@@ -30,36 +30,38 @@ enum LMDBErrors {
     static func map(_ rc: Int32, _ what: String) -> LocalStoreError {
         let text = String(cString: mdb_strerror(rc))
         let message = "\(what): \(text) (LMDB \(rc))"
+        let code: LocalStoreError.Code
         switch rc {
         case MDB_INVALID:
-            return LocalStoreError(.notADatabase, message)
+            code = .notADatabase
         case MDB_VERSION_MISMATCH:
-            return LocalStoreError(.versionMismatch, message)
+            code = .versionMismatch
         case MDB_CORRUPTED, MDB_PAGE_NOTFOUND, MDB_PANIC:
-            return LocalStoreError(.corrupt, message)
+            code = .corrupt
         case MDB_MAP_FULL, MDB_DBS_FULL, MDB_TXN_FULL:
-            return LocalStoreError(.full, message)
+            code = .full
         case MDB_READERS_FULL:
-            return LocalStoreError(.readersFull, message)
+            code = .readersFull
         case MDB_INCOMPATIBLE:
-            return LocalStoreError(.notADatabase, message)
+            code = .notADatabase
         case MDB_BAD_RSLOT, MDB_BAD_TXN:
-            return LocalStoreError(.misuse, message)
+            code = .misuse
         case ENOSPC, EDQUOT, ENOMEM, EFBIG:
-            return LocalStoreError(.full, message)
+            code = .full
         case EIO:
-            return LocalStoreError(.ioError, message)
+            code = .ioError
         case EACCES, EPERM, EROFS:
-            return LocalStoreError(.readOnly, message)
+            code = .readOnly
         case EAGAIN, EBUSY:
-            return LocalStoreError(.busy, message)
+            code = .busy
         case ENOTDIR, EISDIR:
-            return LocalStoreError(.notADatabase, message)
+            code = .notADatabase
         case ENOENT:
-            return LocalStoreError(.ioError, message)
+            code = .ioError
         default:
-            return LocalStoreError(.internal, message)
+            code = .internal
         }
+        return LocalStoreError(code, message, engineResultCode: rc)
     }
 
     /// Throws the mapped error for a non-zero return code; `MDB_MAP_FULL` becomes ``MapFullSignal``

@@ -432,7 +432,7 @@ package enum SQLiteError {
         case SQLite.TOOBIG: code = .invalidValue
         default: code = .internal
         }
-        return LocalStoreError(code, "sqlite: \(context): \(message) (code \(rc))")
+        return LocalStoreError(code, "sqlite: \(context): \(message) (code \(rc))", engineResultCode: rc)
     }
 
     static func tooBig(_ count: Int) -> LocalStoreError {
