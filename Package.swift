@@ -54,10 +54,12 @@ let package = Package(
         ),
         .target(name: "LocalStoreBench", dependencies: ["LocalStore"]),
         .target(name: "LocalStoreBenchBaselines", dependencies: ["LocalStore", "LocalStoreBench", "CSQLite", "CLMDB"]),
+        // The CLI's one variadic libc call (prctl), see Sources/localstore/ProcessHygiene.swift.
+        .systemLibrary(name: "CProcessHygiene", path: "Sources/CProcessHygiene"),
         .executableTarget(
             name: "localstore",
             dependencies: [
-                "LocalStore", "LocalStoreBench", "LocalStoreBenchBaselines", "LocalStoreSQLite", "LocalStoreLMDB",
+                "CProcessHygiene", "LocalStore", "LocalStoreBench", "LocalStoreBenchBaselines", "LocalStoreSQLite", "LocalStoreLMDB",
                 "LocalStoreSQLCipher", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -10,6 +10,13 @@ struct LocalStoreCommand: ParsableCommand {
         abstract: "Work with LocalStore stores and compare their backends.",
         version: LocalStoreVersion.string,
         subcommands: [Bench.self, Inspect.self, QueryCommand.self, Copy.self, Rekey.self, Verify.self])
+
+    /// Takes the key variables out of the environment and disables core dumps, then runs the command.
+    static func main() {
+        _ = KeyEnvironment.values
+        ProcessHygiene.disableCoreDumps()
+        main(nil)
+    }
 }
 
 struct Bench: ParsableCommand {

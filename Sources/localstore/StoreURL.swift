@@ -39,11 +39,13 @@ struct KeyOptions: ParsableArguments {
     func keyBytes(required: Bool, environment: String = "LOCALSTORE_KEY") throws -> [UInt8]? {
         var text: String?
         if let keyFile {
-            guard let data = FileManager.default.contents(atPath: keyFile) else {
+            // Read to the end rather than by size, so a pipe works too (`--key-file <(pass show app)`).
+            guard let handle = FileHandle(forReadingAtPath: keyFile), let data = try? handle.readToEnd() ?? Data() else {
                 throw CommandFailure("cannot read key file '\(keyFile)'")
             }
+            try? handle.close()
             text = String(decoding: data, as: UTF8.self)
-        } else if let env = ProcessInfo.processInfo.environment[environment] {
+        } else if let env = KeyEnvironment.values[environment] {
             text = env
         }
         guard let text else {

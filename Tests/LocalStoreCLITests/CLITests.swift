@@ -234,3 +234,72 @@ struct CLITests {
         #expect(q.stdout.isEmpty)
     }
 }
+
+/// The CLI takes key variables out of its environment and disables core dumps at start. Observed from
+/// outside on a running CLI: `inspect` reads its key from a FIFO, so it waits in the middle of the command
+/// (past startup) until the test writes the key; meanwhile the test reads `/proc/<pid>/environ` (which
+/// shows the environment block the process was started with, so removing the pointer with `unsetenv`
+/// alone would not hide it) and `/proc/<pid>/limits`. The child starts with its soft core limit raised
+/// to the hard limit, so a zero there comes from the CLI. `PR_SET_DUMPABLE` has no observable here that
+/// root (this machine's test user) does not bypass, so it is not checked.
+@Suite("localstore process hygiene")
+struct CLIProcessHygieneTests {
+    @Test func keyVariablesLeaveTheEnvironmentAndCoreDumpsAreOff() throws {
+        let dir = try Scratch()
+        let path = dir.path("store.db")
+        let s = try SQLCipherStore(path: path, key: try .raw(CLIBackend.keyBytes))
+        try seed(s)
+        try s.close()
+        let fifo = dir.path("key.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let newHex = String(repeating: "5b", count: 32)
+        let destinationHex = String(repeating: "6c", count: 32)
+
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = [
+            "-c", #"ulimit -S -c "$(ulimit -H -c)"; exec "$0" "$@""#,
+            CLI.binary.path, "inspect", "sqlcipher:\(path)", "--key-file", fifo,
+        ]
+        var env = ProcessInfo.processInfo.environment
+        env["LOCALSTORE_KEY"] = CLIBackend.keyHex
+        env["LOCALSTORE_NEW_KEY"] = newHex
+        env["LOCALSTORE_DESTINATION_KEY"] = destinationHex
+        env["LOCALSTORE_HYGIENE_MARKER"] = "present"
+        p.environment = env
+        let out = Pipe()
+        let err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        let pid = p.processIdentifier
+
+        // Opening the FIFO for writing succeeds only once the CLI has opened it for reading.
+        var fd: Int32 = -1
+        let deadline = Date().addingTimeInterval(60)
+        while fd < 0, p.isRunning, Date() < deadline {
+            fd = open(fifo, O_WRONLY | O_NONBLOCK)
+            if fd < 0 { usleep(10_000) }
+        }
+        try #require(fd >= 0, "the CLI never opened its key file")
+        let environ = try #require(FileManager.default.contents(atPath: "/proc/\(pid)/environ"))
+        let limits = String(decoding: try #require(FileManager.default.contents(atPath: "/proc/\(pid)/limits")), as: UTF8.self)
+        _ = (CLIBackend.keyHex + "\n").withCString { write(fd, $0, strlen($0)) }
+        close(fd)
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "\(String(decoding: e, as: UTF8.self))")
+        #expect(String(decoding: o, as: UTF8.self).contains("TodoItem  3 rows"))
+
+        let entries = environ.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+        #expect(entries.contains("LOCALSTORE_HYGIENE_MARKER=present"), "read the wrong environment: \(entries.count) entries")
+        for secret in ["LOCALSTORE_KEY", "LOCALSTORE_NEW_KEY", "LOCALSTORE_DESTINATION_KEY", CLIBackend.keyHex, newHex, destinationHex] {
+            #expect(!entries.contains { $0.contains(secret) }, "'\(secret)' is still in /proc/<pid>/environ")
+        }
+        let core = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") })
+        let fields = core.dropFirst("Max core file size".count).split(separator: " ")
+        #expect(fields.first == "0", "core dumps still enabled: \(core)")
+    }
+}
