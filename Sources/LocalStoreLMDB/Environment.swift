@@ -252,7 +252,13 @@ final class Environment: @unchecked Sendable {
             for table in catalog.tables.values {
                 for name in table.databases {
                     var dbi: MDB_dbi = 0
-                    try LMDBErrors.check(mdb_dbi_open(txn, name, 0, &dbi), "cannot open database '\(name)'")
+                    let rc = mdb_dbi_open(txn, name, 0, &dbi)
+                // The catalog names only databases created in the same transaction as its entry:
+                // one that is missing (or is not a database) means a damaged catalog entry.
+                if rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE {
+                    throw LMDBErrors.corrupt("the catalog names database '\(name)', which \(rc == MDB_NOTFOUND ? "does not exist" : "is not a database")")
+                }
+                try LMDBErrors.check(rc, "cannot open database '\(name)'")
                     handles[name] = dbi
                 }
             }
@@ -386,7 +392,13 @@ final class Environment: @unchecked Sendable {
             var opened: [String: MDB_dbi] = [:]
             for name in names where handle(name) == nil {
                 var dbi: MDB_dbi = 0
-                try LMDBErrors.check(mdb_dbi_open(txn, name, 0, &dbi), "cannot open database '\(name)'")
+                let rc = mdb_dbi_open(txn, name, 0, &dbi)
+                // The catalog names only databases created in the same transaction as its entry:
+                // one that is missing (or is not a database) means a damaged catalog entry.
+                if rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE {
+                    throw LMDBErrors.corrupt("the catalog names database '\(name)', which \(rc == MDB_NOTFOUND ? "does not exist" : "is not a database")")
+                }
+                try LMDBErrors.check(rc, "cannot open database '\(name)'")
                 opened[name] = dbi
             }
             state.withLock { s in s.handles.merge(opened) { old, _ in old } }
