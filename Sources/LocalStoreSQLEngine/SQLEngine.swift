@@ -88,6 +88,10 @@ package final class SQLEngine: @unchecked Sendable {
 
     /// Tables by folded name. Replaced only after the transaction that changed the file committed.
     private let catalog = Mutex<[String: TableInfo]>([:])
+    /// `PRAGMA schema_version` read just before `catalog` was last loaded from the file (-1: never).
+    private let catalogSchemaVersion = Atomic<Int64>(-1)
+    /// Serializes reloads of `catalog` (see ``refreshCatalog(_:)``).
+    private let catalogReload = PThreadMutex()
     private let fallbackCounter = Atomic<Int>(0)
 
     /// Opens (creating when needed) the store at `path`.
@@ -324,6 +328,22 @@ package final class SQLEngine: @unchecked Sendable {
         return tables
     }
 
+    /// Reloads the catalog when the file's schema changed since it was loaded: another process, or
+    /// another store instance on the same file, defined or changed a table. Costs one cached
+    /// `PRAGMA schema_version` per call; the full reload only happens after a schema change. The
+    /// version is read before the catalog, so a change in between only causes one more reload later.
+    private func refreshCatalog(_ c: Connection) throws {
+        if try c.scalarInt("PRAGMA schema_version") == catalogSchemaVersion.load(ordering: .acquiring) { return }
+        try catalogReload.withLock {
+            guard let version = try c.scalarInt("PRAGMA schema_version"),
+                version != catalogSchemaVersion.load(ordering: .acquiring)
+            else { return }
+            let tables = try loadCatalog(c)
+            catalog.withLock { $0 = tables }
+            catalogSchemaVersion.store(version, ordering: .releasing)
+        }
+    }
+
     // MARK: Connections
 
     private func checkOpen() throws {
@@ -399,6 +419,7 @@ package final class SQLEngine: @unchecked Sendable {
         try writerThread.check()
         let c = try acquireReader()
         defer { releaseReader(c) }
+        try refreshCatalog(c)
         return try body(Session(engine: self, connection: c))
     }
 
@@ -481,6 +502,12 @@ package final class SQLEngine: @unchecked Sendable {
             defer { writerThread.clear() }
             try beginImmediate(w)
             let start = DispatchTime.now().uptimeNanoseconds
+            do {
+                try refreshCatalog(w)
+            } catch {
+                abandon(w)
+                throw error
+            }
             let collector = changes.beginTransaction()
             if collector != nil { noteExternalCommits(w) }
             let tx = SQLTransaction(session: Session(engine: self, connection: w), isImplicit: implicit, changes: collector)
@@ -511,6 +538,7 @@ package final class SQLEngine: @unchecked Sendable {
         }
         try writerLock.withLock {
             let w = try writerConnection()
+            try refreshCatalog(w)
             let existing = tableInfo(schema.name)
             let updated: TableInfo
             if let existing {
@@ -542,9 +570,7 @@ package final class SQLEngine: @unchecked Sendable {
     }
 
     package func tableSchemas() throws -> [TableSchema] {
-        try writerThread.check()
-        try checkOpen()
-        return catalog.withLock { $0.values.filter { $0.kind == .user }.map(\.schema) }
+        try withReader { _ in catalog.withLock { $0.values.filter { $0.kind == .user }.map(\.schema) } }
             .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
     }
 
@@ -625,9 +651,7 @@ package final class SQLEngine: @unchecked Sendable {
     }
 
     package func schema(of table: String) throws -> TableSchema? {
-        try writerThread.check()
-        try checkOpen()
-        return tableInfo(table)?.schema
+        try withReader { _ in tableInfo(table)?.schema }
     }
 
     package func read(table: String, id: Value) throws -> Item? {

@@ -78,20 +78,6 @@ struct MultiProcessTests {
                 try store.upsert([["id": "here", "note": "x"]], into: "OtherProcess")
             }
         }
-        if backend == .lmdb {
-            try check()
-        } else {
-            // Documented limit (docs/sqlite.md, "Known limits"): the SQL engine loads its catalog when the
-            // store opens and never refreshes it, so the table reads as unknownTable until reopened.
-            // When the engine refreshes its catalog this known issue stops occurring and the test fails:
-            // then remove this branch.
-            withKnownIssue("SQL engine: the catalog is not refreshed when another process defines a table") {
-                try check()
-            }
-            try store.close()
-            let reopened = try backend.open(path: path)
-            #expect(try reopened.read(table: "OtherProcess", id: "from-other-process")?["note"] != nil, "\(backend): not even after reopening")
-            try reopened.close()
-        }
+        try check()
     }
 }
