@@ -60,11 +60,18 @@ final class Connection {
     /// Opens a connection and runs `hook` on it right after `sqlite3_open_v2`. Nothing is read or
     /// written yet; the caller verifies the file.
     static func open(
-        path: String, create: Bool, api: SQLiteAPI, cacheCapacity: Int, hook: SQLEngine.OpenHook?
+        path: String, create: Bool, api: SQLiteAPI, cacheCapacity: Int, hook: SQLEngine.OpenHook?, immutable: Bool = false
     ) throws -> Connection {
         var handle: OpaquePointer?
-        let flags = SQLite.OPEN_READWRITE | (create ? SQLite.OPEN_CREATE : 0) | SQLite.OPEN_NOMUTEX
-        let rc = api.open_v2(path, &handle, flags, nil)
+        var flags = SQLite.OPEN_READWRITE | (create ? SQLite.OPEN_CREATE : 0) | SQLite.OPEN_NOMUTEX
+        var name = path
+        if immutable {
+            // Read-only, no locks, no -wal/-shm: for a store on a location this process cannot write.
+            flags = SQLite.OPEN_READONLY | SQLite.OPEN_URI | SQLite.OPEN_NOMUTEX
+            name = "file:" + path.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "?", with: "%3f")
+                .replacingOccurrences(of: "#", with: "%23") + "?immutable=1"
+        }
+        let rc = api.open_v2(name, &handle, flags, nil)
         guard let db = handle else {
             throw LocalStoreError(.internal, "sqlite: cannot allocate a connection for '\(path)' (code \(rc))")
         }

@@ -66,6 +66,10 @@ package final class SQLEngine: @unchecked Sendable {
     let api: SQLiteAPI
     let configuration: Configuration
     let openHook: OpenHook?
+    /// Whether the store sits on a location this process cannot write (a read-only file system or
+    /// directory): then every connection is opened read-only with SQLite's `immutable` URI parameter,
+    /// reads work and writes fail with `readOnly`.
+    package let isReadOnlyLocation: Bool
 
     private let writerLock = PThreadMutex()
     private let writerThread = WriterThread()
@@ -116,7 +120,18 @@ package final class SQLEngine: @unchecked Sendable {
         self.configuration = configuration
         self.api = api
         self.openHook = openHook
-        let w = try openConnection(create: true)
+        isReadOnlyLocation = SQLEngine.cannotWrite(path)
+        if isReadOnlyLocation {
+            // A log left by an unfinished writer would be ignored by an immutable connection, which
+            // would then read an older state without saying so.
+            if let size = (try? FileManager.default.attributesOfItem(atPath: path + "-wal"))?[.size] as? Int, size > 0 {
+                throw LocalStoreError(
+                    .readOnly,
+                    "'\(path)' is on a location this process cannot write and its write-ahead log '\(path)-wal' still "
+                        + "holds transactions: open it once where it is writable (or copy the three files there) to recover them")
+            }
+        }
+        let w = try openConnection(create: !isReadOnlyLocation)
         do {
             let tables = try setUp(w)
             catalog.withLock { $0 = tables }
@@ -169,9 +184,19 @@ package final class SQLEngine: @unchecked Sendable {
 
     // MARK: Opening
 
+    /// Whether `path` is an existing file this process cannot write, or that lives in a directory it
+    /// cannot write (SQLite needs to create `-wal` and `-shm` next to it). `access` answers for the
+    /// real user; root passes it except on a read-only file system.
+    private static func cannotWrite(_ path: String) -> Bool {
+        guard FileManager.default.fileExists(atPath: path) else { return false }
+        let directory = (path as NSString).deletingLastPathComponent
+        return access(path, W_OK) != 0 || access(directory.isEmpty ? "." : directory, W_OK) != 0
+    }
+
     private func openConnection(create: Bool) throws -> Connection {
         let c = try Connection.open(
-            path: path, create: create, api: api, cacheCapacity: configuration.statementCacheCapacity, hook: openHook)
+            path: path, create: create, api: api, cacheCapacity: configuration.statementCacheCapacity, hook: openHook,
+            immutable: isReadOnlyLocation)
         _ = api.busy_timeout(c.db, configuration.busyTimeoutMilliseconds)
         do {
             try c.execute("PRAGMA cache_size = -\(max(64, configuration.cacheSizeKiB))")
@@ -204,6 +229,13 @@ package final class SQLEngine: @unchecked Sendable {
                 .notADatabase, "'\(path)' is a SQLite database but not a LocalStore store (it has no \(SQLNames.metaTable) table)")
         }
         if hasMeta { try checkMeta(w) }
+        if isReadOnlyLocation {
+            guard hasMeta else {
+                throw LocalStoreError(.readOnly, "'\(path)' is an empty file on a location this process cannot write: no store can be created there")
+            }
+            try configureWriter(w)
+            return try loadCatalog(w)
+        }
         // The file is ours (or empty): from here on it may be written.
         let mode = try w.scalarText("PRAGMA journal_mode = WAL")
         guard mode?.lowercased() == "wal" else {

@@ -311,6 +311,7 @@ package enum SQLite {
     package static let OPEN_READONLY: Int32 = 0x0000_0001
     package static let OPEN_READWRITE: Int32 = 0x0000_0002
     package static let OPEN_CREATE: Int32 = 0x0000_0004
+    package static let OPEN_URI: Int32 = 0x0000_0040
     package static let OPEN_NOMUTEX: Int32 = 0x0000_8000
     package static let OPEN_FULLMUTEX: Int32 = 0x0001_0000
     package static let OPEN_PRIVATECACHE: Int32 = 0x0004_0000

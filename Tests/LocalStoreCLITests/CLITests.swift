@@ -18,9 +18,9 @@ struct CLI {
         var stderr: String
     }
 
-    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Result {
+    static func run(_ arguments: [String], environment: [String: String] = [:], executable: URL = binary) throws -> Result {
         let p = Process()
-        p.executableURL = binary
+        p.executableURL = executable
         p.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env["LOCALSTORE_KEY"] = nil
@@ -301,5 +301,72 @@ struct CLIProcessHygieneTests {
         let core = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") })
         let fields = core.dropFirst("Max core file size".count).split(separator: " ")
         #expect(fields.first == "0", "core dumps still enabled: \(core)")
+    }
+}
+
+/// A SQL store on a read-only file system opens for reading (SQLite's `immutable` mode) and refuses
+/// writes with `readOnly`. The read-only location is a read-only bind mount of the store's directory in
+/// a private mount namespace (`unshare -m`), seen only by the CLI process; a chmod'ed directory would not
+/// do, since this machine's tests run as root.
+@Suite("localstore on a read-only file system")
+struct CLIReadOnlyLocationTests {
+    static let canMount = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare")
+
+    /// Runs `command` (the CLI with `arguments` by default) with `directory` mounted read-only.
+    static func runReadOnly(
+        _ directory: String, _ arguments: [String], environment: [String: String] = [:], command: [String]? = nil
+    ) throws -> CLI.Result {
+        let script = #"d="$1"; shift; mount --bind "$d" "$d" && mount -o remount,bind,ro "$d" && exec "$@""#
+        return try CLI.run(["-m", "/bin/sh", "-c", script, "sh", directory] + (command ?? [CLI.binary.path] + arguments),
+            environment: environment, executable: URL(fileURLWithPath: "/usr/bin/unshare"))
+    }
+
+    @Test(.enabled(if: canMount, "needs root and unshare for a private read-only mount"), arguments: CLIBackend.all.filter { $0.scheme != "lmdb" })
+    func sqlStoreOnReadOnlyFileSystemReadsAndRefusesWrites(_ b: CLIBackend) throws {
+        let dir = try Scratch()
+        let path = dir.path(b.file)
+        let s = try b.open(path)
+        try seed(s)
+        try s.close()
+        let before = try FileManager.default.contentsOfDirectory(atPath: dir.url.path).sorted()
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+
+        // The mount itself works (the test would prove nothing otherwise).
+        let probe = try Self.runReadOnly(dir.url.path, [], command: ["/usr/bin/touch", dir.path("probe")])
+        #expect(probe.status != 0 && probe.stderr.contains("Read-only file system"), "the directory was not read-only: \(probe)")
+
+        let r = try Self.runReadOnly(dir.url.path, ["inspect", "\(b.scheme):\(path)"], environment: b.environment)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("TodoItem  3 rows"), "\(r.stdout)")
+        let q = try Self.runReadOnly(
+            dir.url.path, ["query", "\(b.scheme):\(path)", "TodoItem", "--filter", "priority ge 2", "--format", "jsonl"],
+            environment: b.environment)
+        #expect(q.status == 0, "\(q.stderr)")
+        #expect(q.stdout.split(separator: "\n").count == 2, "\(q.stdout)")
+        // A write (copying another store's table into it) fails with readOnly, not ioError or a crash.
+        let other = try Scratch()
+        let source = try SQLiteStore(path: other.path("source.sqlite"))
+        try source.defineTable(TableSchema("Other", ["n": .integer]))
+        try source.upsert([["id": "o", "n": 1]], into: "Other")
+        try source.close()
+        let w = try Self.runReadOnly(
+            dir.url.path, ["copy", "sqlite:\(other.path("source.sqlite"))", "\(b.scheme):\(path)"],
+            environment: b.scheme == "sqlcipher" ? ["LOCALSTORE_DESTINATION_KEY": CLIBackend.keyHex] : [:])
+        #expect(w.status != 0)
+        #expect(w.stderr.contains("readOnly"), "\(w.stderr)")
+
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.url.path).sorted() == before)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == bytes)
+
+        // While a writer has transactions in the log, an immutable open would silently read an older
+        // state: it is readOnly with a message that says what to do.
+        let writer = try b.open(path)
+        defer { try? writer.close() }
+        try writer.upsert([["id": "d", "text": "in the log", "priority": 4]], into: "TodoItem")
+        let wal = (try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+        try #require(wal > 0, "the write did not stay in the log")
+        let pending = try Self.runReadOnly(dir.url.path, ["inspect", "\(b.scheme):\(path)"], environment: b.environment)
+        #expect(pending.status != 0)
+        #expect(pending.stderr.contains("readOnly") && pending.stderr.contains("where it is writable"), "\(pending.stderr)")
     }
 }
