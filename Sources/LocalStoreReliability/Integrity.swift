@@ -27,10 +27,24 @@ public enum Integrity {
         }
     }
 
-    /// `PRAGMA integrity_check` on a fresh read-only connection of the system SQLite.
+    /// `PRAGMA integrity_check` on a fresh read-only connection of the system SQLite. On a location this
+    /// process cannot write (where a WAL database cannot get its `-shm`), the connection uses the
+    /// `immutable` URI parameter, after checking that no `-wal` holds transactions it would ignore.
     public static func sqliteIntegrityCheck(path: String) -> [String] {
         var db: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nil)
+        let directory = (path as NSString).deletingLastPathComponent
+        let unwritable = access(path, W_OK) != 0 || access(directory.isEmpty ? "." : directory, W_OK) != 0
+        var name = path
+        var flags = SQLITE_OPEN_READONLY
+        if unwritable {
+            if let size = (try? FileManager.default.attributesOfItem(atPath: path + "-wal"))?[.size] as? Int, size > 0 {
+                return ["cannot check '\(path)': its location is not writable and its -wal holds \(size) bytes"]
+            }
+            name = "file:" + path.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "?", with: "%3f")
+                .replacingOccurrences(of: "#", with: "%23") + "?immutable=1"
+            flags |= SQLITE_OPEN_URI
+        }
+        let rc = sqlite3_open_v2(name, &db, flags, nil)
         defer { sqlite3_close_v2(db) }
         guard rc == SQLITE_OK, let db else { return ["cannot open '\(path)' read-only: code \(rc)"] }
         sqlite3_busy_timeout(db, 5000)
