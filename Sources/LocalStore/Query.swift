@@ -1,3 +1,5 @@
+import Foundation
+
 /// A read (or delete) request against one table: predicate, order, paging, projection and count.
 ///
 /// ```swift
@@ -358,6 +360,84 @@ extension QueryExpression: ExpressibleByStringLiteral, ExpressibleByIntegerLiter
 extension QueryExpression {
     /// Wraps a value as a literal.
     public static func value(_ v: Value) -> QueryExpression { .literal(v) }
+}
+
+/// A Swift value usable directly as a literal in a predicate, on the right of a comparison or in
+/// ``QueryExpression/isIn(_:)`` and ``QueryExpression/isBetween(_:and:)``:
+///
+/// ```swift
+/// Query("TodoItem", where: Field("updatedAt") >= lastSync && Field("complete") == done && Field("priority") > minimum)
+/// ```
+///
+/// `String`, `Int`, `Int64`, `Double`, `Bool` and `Date` conform. An enum whose raw value conforms can
+/// conform with an empty extension (`extension Priority: QueryValueConvertible {}`); it is compared as its
+/// raw value, which is how ``ItemEncoder`` stores it.
+public protocol QueryValueConvertible: Sendable {
+    /// The value as a query literal.
+    var queryValue: Value { get }
+}
+
+extension QueryValueConvertible where Self: RawRepresentable, RawValue: QueryValueConvertible {
+    /// The raw value as a query literal.
+    public var queryValue: Value { rawValue.queryValue }
+}
+
+extension String: QueryValueConvertible {
+    /// ``Value/string(_:)``.
+    public var queryValue: Value { .string(self) }
+}
+extension Int: QueryValueConvertible {
+    /// ``Value/int(_:)``.
+    public var queryValue: Value { .int(Int64(self)) }
+}
+extension Int64: QueryValueConvertible {
+    /// ``Value/int(_:)``.
+    public var queryValue: Value { .int(self) }
+}
+extension Double: QueryValueConvertible {
+    /// ``Value/double(_:)``.
+    public var queryValue: Value { .double(self) }
+}
+extension Bool: QueryValueConvertible {
+    /// ``Value/bool(_:)``.
+    public var queryValue: Value { .bool(self) }
+}
+extension Date: QueryValueConvertible {
+    /// ``Value/date(_:)``.
+    public var queryValue: Value { .date(self) }
+}
+
+extension QueryExpression {
+    /// `lhs == rhs` with a Swift value.
+    public static func == <T: QueryValueConvertible>(lhs: QueryExpression, rhs: T) -> QueryPredicate {
+        .compare(lhs, .equal, .literal(rhs.queryValue), caseInsensitive: false)
+    }
+    /// `lhs != rhs` with a Swift value.
+    public static func != <T: QueryValueConvertible>(lhs: QueryExpression, rhs: T) -> QueryPredicate {
+        .compare(lhs, .notEqual, .literal(rhs.queryValue), caseInsensitive: false)
+    }
+    /// `lhs < rhs` with a Swift value.
+    public static func < <T: QueryValueConvertible>(lhs: QueryExpression, rhs: T) -> QueryPredicate {
+        .compare(lhs, .less, .literal(rhs.queryValue), caseInsensitive: false)
+    }
+    /// `lhs <= rhs` with a Swift value.
+    public static func <= <T: QueryValueConvertible>(lhs: QueryExpression, rhs: T) -> QueryPredicate {
+        .compare(lhs, .lessOrEqual, .literal(rhs.queryValue), caseInsensitive: false)
+    }
+    /// `lhs > rhs` with a Swift value.
+    public static func > <T: QueryValueConvertible>(lhs: QueryExpression, rhs: T) -> QueryPredicate {
+        .compare(lhs, .greater, .literal(rhs.queryValue), caseInsensitive: false)
+    }
+    /// `lhs >= rhs` with a Swift value.
+    public static func >= <T: QueryValueConvertible>(lhs: QueryExpression, rhs: T) -> QueryPredicate {
+        .compare(lhs, .greaterOrEqual, .literal(rhs.queryValue), caseInsensitive: false)
+    }
+    /// `self` is one of `values` (Swift values).
+    public func isIn<T: QueryValueConvertible>(_ values: [T]) -> QueryPredicate { .in(self, values.map(\.queryValue)) }
+    /// `low <= self <= high` (Swift values).
+    public func isBetween<T: QueryValueConvertible>(_ low: T, and high: T) -> QueryPredicate {
+        .between(self, low.queryValue, high.queryValue)
+    }
 }
 
 extension QueryPredicate {

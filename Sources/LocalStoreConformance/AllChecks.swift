@@ -47,6 +47,7 @@ extension ConformanceSuite {
         ConformanceCheck(name: "roundTripBinary", roundTripBinary),
         ConformanceCheck(name: "roundTripBooleans", roundTripBooleans),
         ConformanceCheck(name: "roundTripJSON", roundTripJSON),
+        ConformanceCheck(name: "codableRecordsAndSwiftLiterals", codableRecordsAndSwiftLiterals),
         ConformanceCheck(name: "naughtyStringsAsIds", naughtyStringsAsIds),
         ConformanceCheck(name: "naughtyStringsAsValues", naughtyStringsAsValues),
         ConformanceCheck(name: "writeCommitsAcrossTables", writeCommitsAcrossTables),

@@ -69,6 +69,7 @@ struct ConformanceTests {
         "roundTripBinary",
         "roundTripBooleans",
         "roundTripJSON",
+        "codableRecordsAndSwiftLiterals",
         "naughtyStringsAsIds",
         "naughtyStringsAsValues",
         "writeCommitsAcrossTables",
@@ -194,6 +195,7 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func roundTripBinary(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func roundTripBooleans(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func roundTripJSON(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func codableRecordsAndSwiftLiterals(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func naughtyStringsAsIds(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func naughtyStringsAsValues(_ backend: StoreFactory) throws { try runCheck(backend) }
 

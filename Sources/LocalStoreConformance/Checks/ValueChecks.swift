@@ -103,6 +103,61 @@ extension ConformanceSuite {
         }
     }
 
+    /// Codable records: single-value types (a `String` and an `Int` raw-value enum, a wrapper of a `Date`)
+    /// are stored as their scalar in string, integer and date columns and read back; a keyed enum stays
+    /// json; the Codable upsert honours its options; and Swift values (`Date`, `Bool`, `Int`, `Double`,
+    /// `String`, a raw-value enum) filter directly as predicate literals.
+    public static func codableRecordsAndSwiftLiterals(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(
+                TableSchema(
+                    "Coded",
+                    ["priority": .string, "level": .integer, "stamp": .date, "done": .boolean, "ratio": .double, "shape": .json]))
+            let base = Date(timeIntervalSinceReferenceDate: 800_000_000.000_25)
+            let records = (0..<4).map { (i: Int) -> CodedRecord in
+                CodedRecord(
+                    id: "c\(i)", priority: i % 2 == 0 ? .high : .low, level: i < 2 ? .one : .two,
+                    stamp: CodedStamp(date: base + Double(i)), done: i == 3, ratio: Double(i) / 4,
+                    shape: i == 0 ? .circle(radius: 1.5) : .square)
+            }
+            try store.upsert(records: records, into: "Coded")
+            let raw = try unwrap(try store.read(table: "Coded", id: "c0"), "row c0")
+            try expectIdentical(raw["priority"], .string("high"), "a String enum is stored as its raw value")
+            try expectIdentical(raw["level"], .int(1), "an Int enum is stored as its raw value")
+            try expectIdentical(raw["stamp"], .date(base), "a wrapper of a Date is stored as the date")
+            try expectIdentical(raw["shape"], .json(["circle": ["radius": 1.5]]), "an enum with a payload is json")
+            try expectEqual(try store.read(CodedRecord.self, table: "Coded", id: "c2"), records[2], "decoded back")
+
+            let since = base + 1
+            let done = false
+            let minimum = 0.25
+            let level = CodedLevel.two
+            try expectEqual(
+                try store.read(
+                    CodedRecord.self,
+                    Query("Coded", where: Field("stamp") >= since && Field("done") == done && Field("ratio") >= minimum && Field("level") == level)),
+                [records[2]], "stamp >= date && done == false && ratio >= 0.25 && level == .two")
+            let name = "low"
+            let count = 1
+            try expectSameIds(
+                try readIds(store, Query("Coded", where: Field("priority") == name && Field("level") > count)), ["c3"],
+                "priority == \"low\" && level > 1")
+            try expectSameIds(
+                try readIds(store, Query("Coded", where: Field("stamp").isBetween(base, and: since) && Field("priority") == CodedPriority.high)),
+                ["c0"], "stamp between two dates && priority == .high")
+
+            struct Pulled: Codable { var id: String; var priority: CodedPriority; var serverOnly: Int }
+            try expectThrows(code: .unknownColumn, "an unknown column without options") {
+                try store.upsert(records: [Pulled(id: "p", priority: .low, serverOnly: 1)], into: "Coded")
+            }
+            try expectNil(try store.read(table: "Coded", id: "p"), "nothing written by the refused upsert")
+            try store.write { tx in
+                try tx.upsert(records: [Pulled(id: "p", priority: .low, serverOnly: 1)], into: "Coded", options: .ignoringUnknownColumns)
+            }
+            try expectIdentical(try store.read(table: "Coded", id: "p")?["priority"], .string("low"), "upsert ignoring unknown columns")
+        }
+    }
+
     /// Strings of every awkward kind as ids: read back exactly, found by id equality, deleted by id.
     public static func naughtyStringsAsIds(_ factory: StoreFactory) throws {
         try expectDistinctUnderNoCase(ConformanceSuite.naughtyStrings)
@@ -196,4 +251,29 @@ func expectDistinctUnderNoCase(_ strings: [String]) throws {
 /// Throws when `value` is `nil`.
 func expectNotNil<T>(_ value: T?, _ message: @autoclosure () -> String, fileID: String = #fileID, filePath: String = #filePath, line: Int = #line) throws {
     if value == nil { throw ConformanceFailure("expected a value: \(message())", fileID: fileID, filePath: filePath, line: line) }
+}
+
+enum CodedPriority: String, Codable, Equatable, QueryValueConvertible { case low, high }
+enum CodedLevel: Int, Codable, Equatable, QueryValueConvertible { case one = 1, two = 2 }
+enum CodedShape: Codable, Equatable { case circle(radius: Double), square }
+
+/// A `Date` behind `singleValueContainer()`.
+struct CodedStamp: Codable, Equatable {
+    var date: Date
+    init(date: Date) { self.date = date }
+    init(from decoder: any Decoder) throws { date = try decoder.singleValueContainer().decode(Date.self) }
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(date)
+    }
+}
+
+struct CodedRecord: Codable, Equatable {
+    var id: String
+    var priority: CodedPriority
+    var level: CodedLevel
+    var stamp: CodedStamp
+    var done: Bool
+    var ratio: Double
+    var shape: CodedShape
 }
