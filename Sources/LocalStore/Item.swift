@@ -67,9 +67,23 @@ public struct UpsertOptions: Sendable, Hashable {
     /// failing with `unknownColumn` (a sync client sets this for items pulled from the server;
     /// the .NET SDK calls it `ignoreMissingColumns`).
     public var ignoreUnknownColumns: Bool
+    /// The largest string, binary or json value this write accepts, in bytes (see
+    /// ``TableSchema/byteCount(of:)``); `invalidValue` beyond. It can only lower
+    /// ``TableSchema/maximumValueBytes``: a larger number is treated as that maximum.
+    public var maximumValueBytes: Int
+    /// The largest item this write accepts, in bytes (the sum of ``TableSchema/byteCount(of:)`` over its
+    /// values); `invalidValue` beyond. It can only lower ``TableSchema/maximumItemBytes``.
+    public var maximumItemBytes: Int
 
     /// Creates options.
-    public init(ignoreUnknownColumns: Bool = false) { self.ignoreUnknownColumns = ignoreUnknownColumns }
+    public init(
+        ignoreUnknownColumns: Bool = false, maximumValueBytes: Int = TableSchema.maximumValueBytes,
+        maximumItemBytes: Int = TableSchema.maximumItemBytes
+    ) {
+        self.ignoreUnknownColumns = ignoreUnknownColumns
+        self.maximumValueBytes = maximumValueBytes
+        self.maximumItemBytes = maximumItemBytes
+    }
 
     /// Fail on unknown columns.
     public static let strict = UpsertOptions()

@@ -81,6 +81,41 @@ extension JSON {
         }
     }
 
+    /// The number of UTF-8 bytes of ``jsonText``, computed without building the text.
+    public var textByteCount: Int {
+        switch self {
+        case .null: return 4
+        case .bool(let b): return b ? 4 : 5
+        case .int(let i): return String(i).utf8.count
+        case .double(let d):
+            guard d.isFinite else { return 4 }
+            let text = String(d)
+            return text.utf8.count + (text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) ? 0 : 2)
+        case .string(let s): return JSON.quotedByteCount(s)
+        case .array(let a):
+            var n = 2 + max(0, a.count - 1)
+            for element in a { n += element.textByteCount }
+            return n
+        case .object(let o):
+            var n = 2 + max(0, o.count - 1)
+            for (key, element) in o { n += JSON.quotedByteCount(key) + 1 + element.textByteCount }
+            return n
+        }
+    }
+
+    /// The UTF-8 bytes ``writeString(_:into:)`` writes for `s`, quotes included.
+    static func quotedByteCount(_ s: String) -> Int {
+        var n = 2
+        for byte in s.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x0A, 0x0D, 0x09: n += 2
+            case 0..<0x20: n += 6
+            default: n += 1
+            }
+        }
+        return n
+    }
+
     static func writeDouble(_ d: Double, into out: inout [UInt8]) {
         guard d.isFinite else {
             // Not representable in JSON; validation refuses these before they reach storage.

@@ -34,13 +34,47 @@ public struct PreparedItem: Sendable, Hashable {
 }
 
 extension TableSchema {
+    /// The largest string, binary or json value a store accepts, in bytes: 256 MiB (268,435,456).
+    ///
+    /// Every backend refuses a larger value in ``prepare(_:options:)`` with `invalidValue`, before it
+    /// writes anything, so a store that one backend holds can be copied to any other. The bound comes
+    /// from SQLite (and SQLCipher): `SQLITE_LIMIT_LENGTH` is 1,000,000,000 bytes on both builds and caps
+    /// a whole row record, not only one value; see ``maximumItemBytes``.
+    public static let maximumValueBytes = 268_435_456
+
+    /// The largest item a store accepts, in bytes: 512 MiB (536,870,912), the sum of
+    /// ``byteCount(of:)`` over the item's values.
+    ///
+    /// SQLite's record of a row is its values plus a header of at most 9 bytes per column and 9 for
+    /// its own size, under 10 KB for the 1000 columns a table may have, so an item of this size makes
+    /// a record far below SQLite's 1,000,000,000-byte limit (as does any index entry, which holds a
+    /// subset of the values plus the rowid).
+    public static let maximumItemBytes = 536_870_912
+
+    /// The size of `value` counted against ``maximumValueBytes`` and ``maximumItemBytes``: the UTF-8
+    /// bytes of a string, the bytes of a binary, the UTF-8 bytes of a json value's ``JSON/jsonText``
+    /// (the form the SQL backends store), 0 for null and 8 for any other value.
+    public static func byteCount(of value: Value) -> Int {
+        switch value {
+        case .null: return 0
+        case .string(let s): return s.utf8.count
+        case .binary(let b): return b.count
+        case .json(let j): return j.textByteCount
+        default: return 8
+        }
+    }
+
     /// Checks `item` against this schema and converts it for writing.
     ///
     /// - Throws: `missingId` when the id is absent or null; `typeMismatch` when a value does not fit
     ///   its column; `unknownColumn` for a key that is not a column (unless
-    ///   ``UpsertOptions/ignoreUnknownColumns``); `invalidValue` for a non-finite double or a key given
-    ///   twice in different case.
+    ///   ``UpsertOptions/ignoreUnknownColumns``); `invalidValue` for a non-finite double, a key given
+    ///   twice in different case, a value larger than ``maximumValueBytes`` or an item larger than
+    ///   ``maximumItemBytes`` (or the lower limits of `options`).
     public func prepare(_ item: Item, options: UpsertOptions = .strict) throws -> PreparedItem {
+        let valueLimit = min(max(0, options.maximumValueBytes), Self.maximumValueBytes)
+        let itemLimit = min(max(0, options.maximumItemBytes), Self.maximumItemBytes)
+        var itemBytes = 0
         var assignments: [PreparedItem.Assignment] = []
         assignments.reserveCapacity(item.count)
         var id: Value?
@@ -74,6 +108,14 @@ extension TableSchema {
                         table: name, column: column.name)
                 }
             }
+            let bytes = Self.byteCount(of: stored)
+            guard bytes <= valueLimit else {
+                throw LocalStoreError(
+                    .invalidValue,
+                    "column '\(column.name)' of table '\(name)' cannot store a \(stored.kindName) of \(bytes) bytes (at most \(valueLimit))",
+                    table: name, column: column.name)
+            }
+            itemBytes += bytes
             if n == idIndex {
                 guard !value.isNull else {
                     throw LocalStoreError(.missingId, "an item for table '\(name)' has a null id", table: name, column: "id")
@@ -91,6 +133,20 @@ extension TableSchema {
             throw LocalStoreError(
                 .invalidValue, "an item for table '\(name)' sets column '\(c)' twice (keys differing only in case)",
                 table: name, column: c)
+        }
+        if itemBytes > itemLimit {
+            // Name the column where the sum passes the limit in schema order, the same on every run.
+            var sum = 0
+            for a in assignments {
+                sum += Self.byteCount(of: a.value)
+                guard sum <= itemLimit else {
+                    let c = columns[a.column].name
+                    throw LocalStoreError(
+                        .invalidValue,
+                        "an item for table '\(name)' takes \(itemBytes) bytes, more than the \(itemLimit) an item may take (passed at column '\(c)')",
+                        table: name, column: c)
+                }
+            }
         }
         return PreparedItem(id: id, assignments: assignments)
     }

@@ -12,6 +12,7 @@ extension ConformanceSuite {
         ConformanceCheck(name: "upsertTypeMismatch", upsertTypeMismatch),
         ConformanceCheck(name: "upsertIntegerIntoDoubleColumn", upsertIntegerIntoDoubleColumn),
         ConformanceCheck(name: "upsertNonFiniteNumbersRefused", upsertNonFiniteNumbersRefused),
+        ConformanceCheck(name: "upsertValueSizeLimit", upsertValueSizeLimit),
         ConformanceCheck(name: "upsertMissingId", upsertMissingId),
         ConformanceCheck(name: "upsertDuplicateKeyInDifferentCase", upsertDuplicateKeyInDifferentCase),
         ConformanceCheck(name: "upsertNamesMatchCaseInsensitively", upsertNamesMatchCaseInsensitively),

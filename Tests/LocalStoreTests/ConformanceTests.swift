@@ -34,6 +34,7 @@ struct ConformanceTests {
         "upsertTypeMismatch",
         "upsertIntegerIntoDoubleColumn",
         "upsertNonFiniteNumbersRefused",
+        "upsertValueSizeLimit",
         "upsertMissingId",
         "upsertDuplicateKeyInDifferentCase",
         "upsertNamesMatchCaseInsensitively",
@@ -151,6 +152,7 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func upsertTypeMismatch(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func upsertIntegerIntoDoubleColumn(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func upsertNonFiniteNumbersRefused(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func upsertValueSizeLimit(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func upsertMissingId(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func upsertDuplicateKeyInDifferentCase(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func upsertNamesMatchCaseInsensitively(_ backend: StoreFactory) throws { try runCheck(backend) }

@@ -49,6 +49,19 @@ struct JSONTests {
         #expect(try JSON(parsing: serialized) == document)
         #expect(try JSON(parsing: Array(serialized.utf8)) == document)
         #expect(JSON.parsingIsStable(serialized), "serializing twice gives the same text: \(serialized)")
+        #expect(document.textByteCount == serialized.utf8.count, "textByteCount of \(serialized)")
+    }
+
+    @Test("textByteCount is the UTF-8 size of jsonText")
+    func textByteCount() {
+        let documents: [JSON] = [
+            nil, true, false, 0, -1, .int(.min), .int(.max), 1.0, -0.0, 0.1, 1e300, -2.5e-300, .double(.leastNonzeroMagnitude),
+            1e16, 123456789012345680000.0, "", "é🎉", "\u{0}\u{1}\u{1F}\u{7F}\t\n\r\"\\/", [], [:], [1, "a", [nil]],
+            ["b": 1, "a": [1, 2.5, true, nil, "x"], "B": ["é": "\u{1}\n\"\\"], "": [:]],
+        ]
+        for document in documents {
+            #expect(document.textByteCount == document.jsonText.utf8.count, "\(document.jsonText)")
+        }
     }
 
     @Test("integers and doubles stay apart")

@@ -200,6 +200,66 @@ extension ConformanceSuite {
         }
     }
 
+    /// A string, binary or json value larger than ``TableSchema/maximumValueBytes``, and an item larger
+    /// than ``TableSchema/maximumItemBytes``, are `invalidValue` naming the table, column and size;
+    /// nothing is written. The boundary is checked exactly with limits lowered through ``UpsertOptions``
+    /// (a value at the limit is stored and read back identically, one byte more is refused): the same
+    /// code enforces the defaults, and values of hundreds of MB on every backend would make the suite slow.
+    /// One byte over the real maximum is refused too, also when the options ask for more.
+    public static func upsertValueSizeLimit(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(typedSchema)
+            let limit = 1000
+            let options = UpsertOptions(maximumValueBytes: limit)
+            // "é" is 2 UTF-8 bytes; a json string of tabs takes 2 bytes per tab (`\t`): {"k":"…"} is 8 + 2n.
+            let atLimit: [(String, Value)] = [
+                ("text", .string(String(repeating: "é", count: limit / 2))),
+                ("blob", .binary([UInt8](repeating: 7, count: limit))),
+                ("doc", .json(["k": .string(String(repeating: "\t", count: (limit - 8) / 2))])),
+            ]
+            let overLimit: [(String, Value)] = [
+                ("text", .string(String(repeating: "é", count: limit / 2 - 1) + "abc")),
+                ("blob", .binary([UInt8](repeating: 7, count: limit + 1))),
+                ("doc", .json(["kk": .string(String(repeating: "\t", count: (limit - 8) / 2))])),
+            ]
+            for (column, value) in atLimit {
+                try expectEqual(TableSchema.byteCount(of: value), limit, "the size of the \(column) value at the limit")
+                try store.upsert([["id": .string(column), column: value]], into: "Typed", options: options)
+                try expectIdentical(try store.read(table: "Typed", id: .string(column))?[column], value, "\(column) at the limit")
+            }
+            let before = try snapshot(store, ["Typed"])
+            for (column, value) in overLimit {
+                for id in [column, "new"] {
+                    let error = try expectThrows(code: .invalidValue, "\(column) one byte over the limit") {
+                        try store.upsert([["id": .string(id), column: value]], into: "Typed", options: options)
+                    }
+                    try expectEqual(error.table, "Typed", "the table of the error")
+                    try expectEqual(error.column, column, "the column of the error")
+                    try expect(error.message.contains("\(limit + 1) bytes"), "the message names the size: \(error.message)")
+                }
+            }
+            // The item limit: the id "i" (1 byte) + 499 + 500 bytes.
+            let itemOptions = UpsertOptions(maximumItemBytes: limit)
+            let blob = Value.binary(Array(repeating: 1, count: 500))
+            let item: Item = ["id": "i", "text": .string(String(repeating: "x", count: 499)), "blob": blob]
+            var over = item
+            over["blob"] = .binary(Array(repeating: 1, count: 501))
+            let error = try expectThrows(code: .invalidValue, "an item one byte over the limit") {
+                try store.upsert([over], into: "Typed", options: itemOptions)
+            }
+            try expectEqual(error.table, "Typed", "the table of the item error")
+            try expectEqual(error.column, "blob", "the column where the item passes the limit in schema order")
+            try expect(error.message.contains("\(limit + 1) bytes"), "the message names the size: \(error.message)")
+            try expectThrows(code: .invalidValue, "a value one byte over the real maximum, with options asking for more") {
+                let big = Value.binary([UInt8](repeating: 0, count: TableSchema.maximumValueBytes + 1))
+                try store.upsert([["id": "big", "blob": big]], into: "Typed", options: UpsertOptions(maximumValueBytes: .max))
+            }
+            try expectUnchanged(store, before, "values and items over the limit must write nothing")
+            try store.upsert([item], into: "Typed", options: itemOptions)
+            try expectIdentical(try store.read(table: "Typed", id: "i")?["blob"], blob, "an item at the limit")
+        }
+    }
+
     /// An item without an id, or with a null id, is `missingId`.
     public static func upsertMissingId(_ factory: StoreFactory) throws {
         try withStore(factory) { store in
