@@ -164,10 +164,10 @@ func expectUnchanged(
 func lit(_ s: String) -> QueryExpression { .literal(.string(s)) }
 
 /// A deterministic pseudo-random generator (SplitMix64), so shuffled data is the same on every run.
-struct SeededGenerator: RandomNumberGenerator {
+package struct SeededGenerator: RandomNumberGenerator {
     private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
+    package init(seed: UInt64) { state = seed }
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
