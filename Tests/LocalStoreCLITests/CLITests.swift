@@ -18,7 +18,26 @@ struct CLI {
         var stderr: String
     }
 
-    static func run(_ arguments: [String], environment: [String: String] = [:], executable: URL = binary) throws -> Result {
+    /// A started child process whose output is captured.
+    struct Running {
+        let process: Process
+        let out: Pipe
+        let err: Pipe
+
+        /// Reads both pipes to their end (before waiting, so a large output cannot block the child),
+        /// waits for the exit and returns what the child printed.
+        func finish() -> Result {
+            let o = out.fileHandleForReading.readDataToEndOfFile()
+            let e = err.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return Result(
+                status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+        }
+    }
+
+    /// Starts `executable` (the CLI by default) with the test's environment less any key variable, plus
+    /// `environment`, and no standard input.
+    static func start(_ arguments: [String], environment: [String: String] = [:], executable: URL = binary) throws -> Running {
         let p = Process()
         p.executableURL = executable
         p.arguments = arguments
@@ -28,17 +47,16 @@ struct CLI {
         env["LOCALSTORE_DESTINATION_KEY"] = nil
         for (k, v) in environment { env[k] = v }
         p.environment = env
-        let out = Pipe()
-        let err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
+        let running = Running(process: p, out: Pipe(), err: Pipe())
+        p.standardOutput = running.out
+        p.standardError = running.err
         p.standardInput = FileHandle.nullDevice
         try p.run()
-        // Read both pipes before waiting, so a large output cannot block the child.
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return Result(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+        return running
+    }
+
+    static func run(_ arguments: [String], environment: [String: String] = [:], executable: URL = binary) throws -> Result {
+        try start(arguments, environment: environment, executable: executable).finish()
     }
 }
 
@@ -255,24 +273,14 @@ struct CLIProcessHygieneTests {
         let newHex = String(repeating: "5b", count: 32)
         let destinationHex = String(repeating: "6c", count: 32)
 
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/sh")
-        p.arguments = [
-            "-c", #"ulimit -S -c "$(ulimit -H -c)"; exec "$0" "$@""#,
-            CLI.binary.path, "inspect", "sqlcipher:\(path)", "--key-file", fifo,
-        ]
-        var env = ProcessInfo.processInfo.environment
-        env["LOCALSTORE_KEY"] = CLIBackend.keyHex
-        env["LOCALSTORE_NEW_KEY"] = newHex
-        env["LOCALSTORE_DESTINATION_KEY"] = destinationHex
-        env["LOCALSTORE_HYGIENE_MARKER"] = "present"
-        p.environment = env
-        let out = Pipe()
-        let err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = FileHandle.nullDevice
-        try p.run()
+        let running = try CLI.start(
+            ["-c", #"ulimit -S -c "$(ulimit -H -c)"; exec "$0" "$@""#, CLI.binary.path, "inspect", "sqlcipher:\(path)", "--key-file", fifo],
+            environment: [
+                "LOCALSTORE_KEY": CLIBackend.keyHex, "LOCALSTORE_NEW_KEY": newHex,
+                "LOCALSTORE_DESTINATION_KEY": destinationHex, "LOCALSTORE_HYGIENE_MARKER": "present",
+            ],
+            executable: URL(fileURLWithPath: "/bin/sh"))
+        let p = running.process
         let pid = p.processIdentifier
 
         // Opening the FIFO for writing succeeds only once the CLI has opened it for reading.
@@ -287,11 +295,9 @@ struct CLIProcessHygieneTests {
         let limits = String(decoding: try #require(FileManager.default.contents(atPath: "/proc/\(pid)/limits")), as: UTF8.self)
         _ = (CLIBackend.keyHex + "\n").withCString { write(fd, $0, strlen($0)) }
         close(fd)
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0, "\(String(decoding: e, as: UTF8.self))")
-        #expect(String(decoding: o, as: UTF8.self).contains("TodoItem  3 rows"))
+        let r = running.finish()
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("TodoItem  3 rows"))
 
         let entries = environ.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
         #expect(entries.contains("LOCALSTORE_HYGIENE_MARKER=present"), "read the wrong environment: \(entries.count) entries")
