@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "LocalStoreBench", targets: ["LocalStoreBench"]),
         .library(name: "LocalStoreBenchBaselines", targets: ["LocalStoreBenchBaselines"]),
         .executable(name: "localstore", targets: ["localstore"]),
+        .executable(name: "todo-sync", targets: ["todo-sync"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
@@ -99,6 +100,20 @@ let package = Package(
         .testTarget(
             name: "LocalStoreReliabilityTests",
             dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreReliability", "localstore-crash-writer"]
+        ),
+        // The example sync client (Examples/TodoSync/README.md); `make test` runs it on every backend.
+        .target(name: "TodoSyncKit", dependencies: ["LocalStore"], path: "Examples/TodoSync/Sources/TodoSyncKit"),
+        .executableTarget(
+            name: "todo-sync",
+            dependencies: [
+                "TodoSyncKit", "LocalStore", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/TodoSync/Sources/todo-sync"
+        ),
+        .testTarget(
+            name: "TodoSyncTests",
+            dependencies: ["TodoSyncKit", "LocalStore", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB", "todo-sync"]
         ),
     ],
     swiftLanguageModes: [.v6]
