@@ -115,6 +115,11 @@ let package = Package(
             name: "TodoSyncTests",
             dependencies: ["TodoSyncKit", "LocalStore", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB", "todo-sync"]
         ),
+        // On-disk format fixtures (docs/format.md): Tests/FormatFixtures, read by today's code.
+        .testTarget(
+            name: "LocalStoreFormatTests",
+            dependencies: ["LocalStore", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB", "CSQLite", "CLMDB"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

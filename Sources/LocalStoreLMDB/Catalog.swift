@@ -243,11 +243,27 @@ enum MetaKey {
 
     /// `LSLMDB` followed by the big-endian format version.
     static let magic = Array("LSLMDB".utf8)
-    static let formatVersion: UInt32 = 1
-    static var formatValue: [UInt8] {
+    /// The newest store format this version reads and writes (docs/format.md): 1 — tables, columns,
+    /// column indexes (0.1.0; table definitions of version 1); 2 — also compound indexes (definitions of
+    /// version 2). A store is created as format 1 and becomes format 2 in the transaction that first
+    /// stores a version-2 definition, so a store without compound indexes stays readable by 0.1.0; a
+    /// store of a higher format is refused with `versionMismatch`.
+    static let formatVersion: UInt32 = 2
+    /// The format of a new store.
+    static let initialFormatVersion: UInt32 = 1
+    /// The format a store needs once a table definition has version 2.
+    static let compoundIndexFormatVersion: UInt32 = 2
+
+    static func formatValue(_ version: UInt32) -> [UInt8] {
         var out = magic
-        KeyCodec.appendBigEndian(UInt64(formatVersion), into: &out)
+        KeyCodec.appendBigEndian(UInt64(version), into: &out)
         return out
+    }
+
+    /// The version in a `format` value; `nil` when the value is not one.
+    static func version(of value: UnsafeRawBufferPointer) -> UInt64? {
+        guard value.count == magic.count + 8, value.prefix(magic.count).elementsEqual(magic) else { return nil }
+        return value.suffix(8).reduce(0) { $0 << 8 | UInt64($1) }
     }
 
     /// The name of the catalog database.

@@ -232,7 +232,7 @@ final class Environment: @unchecked Sendable {
                 var dbi: MDB_dbi = 0
                 try LMDBErrors.check(mdb_dbi_open(txn, MetaKey.database, UInt32(MDB_CREATE), &dbi), "cannot create the catalog")
                 if try Environment.rawGet(txn, dbi, MetaKey.format) == nil {
-                    try Environment.rawPut(txn, dbi, MetaKey.format, MetaKey.formatValue)
+                    try Environment.rawPut(txn, dbi, MetaKey.format, MetaKey.formatValue(MetaKey.initialFormatVersion))
                     var one: [UInt8] = []
                     KeyCodec.appendBigEndian(1, into: &one)
                     try Environment.rawPut(txn, dbi, MetaKey.generation, one)
@@ -277,9 +277,10 @@ final class Environment: @unchecked Sendable {
             throw LocalStoreError(.notADatabase, "'\(path)' is an LMDB environment that LocalStore did not create")
         }
         let version = KeyCodec.readBigEndian(value[MetaKey.magic.count...])
-        guard version == UInt64(MetaKey.formatVersion) else {
+        guard version >= 1, version <= UInt64(MetaKey.formatVersion) else {
             throw LocalStoreError(
-                .versionMismatch, "'\(path)' was written in LocalStoreLMDB format \(version); this version reads format \(MetaKey.formatVersion)")
+                .versionMismatch,
+                "'\(path)' was written in LocalStoreLMDB format \(version); this version reads formats 1 to \(MetaKey.formatVersion)")
         }
     }
 

@@ -589,7 +589,16 @@ final class TxnContext {
                     return true
                 }
             }
-            try put(meta, MetaKey.table(def.schema.name), def.encoded())
+            let encoded = def.encoded()
+            if encoded.first == TableDefinition.compoundFormatVersion {
+                // In the definition's transaction: older versions then refuse the store with
+                // versionMismatch instead of failing on a definition they cannot parse.
+                let stored = try withValue(meta, MetaKey.format) { MetaKey.version(of: $0) } ?? nil
+                if (stored ?? 0) < MetaKey.compoundIndexFormatVersion {
+                    try put(meta, MetaKey.format, MetaKey.formatValue(MetaKey.compoundIndexFormatVersion))
+                }
+            }
+            try put(meta, MetaKey.table(def.schema.name), encoded)
             var generation: [UInt8] = []
             KeyCodec.appendBigEndian(catalog.generation + 1, into: &generation)
             try put(meta, MetaKey.generation, generation)

@@ -58,8 +58,16 @@ package final class SQLEngine: @unchecked Sendable {
     /// SQLite's own default is 2 MiB; a 100,000-row store of the benchmark is about 20 MiB.
     package static let defaultCacheSizeKiB = 32768
 
-    /// The version of the file layout this engine writes (metadata row `format`).
-    package static let formatVersion: Int64 = 1
+    /// The newest file layout this engine reads and writes (metadata row `format`; docs/format.md):
+    /// 1 — tables, columns and column indexes (0.1.0); 2 — also compound indexes (a table definition
+    /// stored as a `{"columns", "indexes"}` object). A store is created as format 1 and becomes format 2
+    /// in the transaction that first stores a compound index, so a store without one stays readable by
+    /// 0.1.0; a store of a format above this is refused with `versionMismatch`.
+    package static let formatVersion: Int64 = 2
+    /// The format of a new store.
+    package static let initialFormatVersion: Int64 = 1
+    /// The format a store needs once a table has a compound index.
+    package static let compoundIndexFormatVersion: Int64 = 2
 
     package let systemTableNames: SystemTableNames
     package let path: String
@@ -314,7 +322,7 @@ package final class SQLEngine: @unchecked Sendable {
                 + "sqlName TEXT NOT NULL, kind INTEGER NOT NULL, columns TEXT NOT NULL)")
         let insertMeta = "INSERT INTO \(SQLNames.quote(SQLNames.metaTable)) (key, value) VALUES (?1, ?2)"
         for (key, value) in [
-            ("format", Value.int(SQLEngine.formatVersion)), ("operations", .string(systemTableNames.operations)),
+            ("format", Value.int(SQLEngine.initialFormatVersion)), ("operations", .string(systemTableNames.operations)),
             ("errors", .string(systemTableNames.errors)), ("config", .string(systemTableNames.config)),
         ] {
             try w.withStatement(insertMeta) { s in
@@ -330,6 +338,15 @@ package final class SQLEngine: @unchecked Sendable {
     }
 
     private func saveDefinition(_ t: TableInfo, on w: Connection) throws {
+        if !t.schema.indexes.isEmpty {
+            // In the definition's transaction: older versions then refuse the store with versionMismatch
+            // instead of failing on a definition they cannot parse.
+            let sql = "UPDATE \(SQLNames.quote(SQLNames.metaTable)) SET value = ?1 WHERE key = 'format' AND value < ?1"
+            try w.withStatement(sql) { s in
+                try s.bind([.int(SQLEngine.compoundIndexFormatVersion)])
+                try s.run()
+            }
+        }
         let sql = "INSERT OR REPLACE INTO \(SQLNames.quote(SQLNames.schemaTable)) (name, sqlName, kind, columns) VALUES (?1, ?2, ?3, ?4)"
         try w.withStatement(sql) { s in
             try s.bind([.string(t.schema.name), .string(t.sqlName), .int(Int64(t.kind.rawValue)), .string(t.columnsJSON)])
