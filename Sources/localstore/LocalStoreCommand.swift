@@ -8,6 +8,13 @@ struct LocalStoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "localstore",
         abstract: "Work with LocalStore stores and compare their backends.",
+        discussion: """
+            Stores are named by URL: memory:, sqlite:PATH, sqlcipher:PATH, lmdb:PATH. Keys come from --key-file \
+            or LOCALSTORE_KEY (hex), never from the command line. Errors are one line on stderr.
+
+            Exit status:
+            \(ExitStatus.helpText)
+            """,
         version: LocalStoreVersion.string,
         subcommands: [Bench.self, Inspect.self, QueryCommand.self, Copy.self, Rekey.self, Verify.self])
 
@@ -85,6 +92,10 @@ struct Bench: ParsableCommand {
     }
 
     func run() throws {
+        try reportingFailures(runBench)
+    }
+
+    private func runBench() throws {
         var names = requested
         if !noBaselines {
             for b in BackendRegistry.baselineNames where !names.contains(b) { names.append(b) }

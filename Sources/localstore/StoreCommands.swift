@@ -3,26 +3,6 @@ import Foundation
 import LocalStore
 import LocalStoreSQLCipher
 
-/// Runs a command body, turning every error into one line on stderr and exit code 1.
-func reportingFailures(_ body: () throws -> Void) throws {
-    do {
-        try body()
-    } catch let e as ValidationError {
-        throw e
-    } catch let e as LocalStoreError {
-        FileHandle.standardError.write(Data("localstore: \(e.code): \(e.message)\n".utf8))
-        throw ExitCode(1)
-    } catch let e as CommandFailure {
-        FileHandle.standardError.write(Data("localstore: \(e.description)\n".utf8))
-        throw ExitCode(1)
-    } catch let e as ExitCode {
-        throw e
-    } catch {
-        FileHandle.standardError.write(Data("localstore: \(error)\n".utf8))
-        throw ExitCode(1)
-    }
-}
-
 struct Inspect: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show a store's tables, pending operations, errors and config entries.")
@@ -114,11 +94,11 @@ struct QueryCommand: ParsableCommand {
             if let filter { q.predicate = try OData.parseFilter(filter) }
             if let orderby { q.sort = try OData.parseOrderBy(orderby) }
             if let top {
-                guard top >= 0 else { throw CommandFailure("--top must not be negative") }
+                guard top >= 0 else { throw CommandError(.usage, "--top must not be negative") }
                 q.top = top
             }
             if let skip {
-                guard skip >= 0 else { throw CommandFailure("--skip must not be negative") }
+                guard skip >= 0 else { throw CommandError(.usage, "--skip must not be negative") }
                 q.skip = skip
             }
             if let select { q.select = select.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
@@ -186,14 +166,20 @@ struct Verify: ParsableCommand {
             let s = try StoreOpener.open(try StoreURL(parsing: store), key: key, mustExist: true)
             defer { try? s.close() }
             guard let checkable = s as? any IntegrityChecking else {
-                throw CommandFailure("\(store) has no integrity check")
+                throw CommandError(.usage, "\(store) has no integrity check")
             }
-            let problems = try checkable.checkIntegrity()
+            let problems: [String]
+            do {
+                problems = try checkable.checkIntegrity()
+            } catch let e as LocalStoreError where e.code == .corrupt {
+                // The store opened, and the check itself ran into the damage: that is what it found.
+                problems = ["\(e.code): \(e.message)"]
+            }
             if problems.isEmpty {
                 print("ok")
             } else {
                 for p in problems { FileHandle.standardError.write(Data("localstore: \(p)\n".utf8)) }
-                throw ExitCode(2)
+                throw ExitCode(ExitStatus.verificationFailed.rawValue)
             }
         }
     }
@@ -266,16 +252,16 @@ struct Rekey: ParsableCommand {
     func run() throws {
         try reportingFailures {
             guard try StoreURL(parsing: store).scheme == .sqlcipher else {
-                throw CommandFailure("only sqlcipher: stores have a key (got \(store))")
+                throw CommandError(.usage, "only sqlcipher: stores have a key (got \(store))")
             }
             var newKeyOptions = KeyOptions()
             newKeyOptions.keyFile = newKeyFile
             guard let newBytes = try newKeyOptions.keyBytes(required: true, environment: "LOCALSTORE_NEW_KEY") else {
-                throw CommandFailure("no new key")
+                throw CommandError(.usage, "no new key")
             }
             let s = try StoreOpener.open(try StoreURL(parsing: store), key: key, mustExist: true)
             defer { try? s.close() }
-            guard let cipher = s as? SQLCipherStore else { throw CommandFailure("\(store) is not an encrypted store") }
+            guard let cipher = s as? SQLCipherStore else { throw CommandError(.usage, "\(store) is not an encrypted store") }
             try cipher.rekey(to: try StoreOpener.cipherKey(newBytes))
             print("rekeyed \(store)")
         }
