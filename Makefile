@@ -28,7 +28,8 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
-# The benchmark of every backend, release build, temporary stores.
+# The benchmark of every backend, release build, temporary stores; ends with the backend × workload
+# summary. The chart: make bench BENCH_ARGS="--chart docs/benchmarks.svg" (docs/benchmarks.md, "Reproduce").
 bench: deps
 	$(SWIFT) build -c release --product localstore
 	$$($(SWIFT) build -c release --show-bin-path)/localstore bench $(BENCH_ARGS)

@@ -36,7 +36,7 @@ struct Bench: ParsableCommand {
             """)
 
     enum Format: String, ExpressibleByArgument, CaseIterable {
-        case table, json, csv
+        case table, json, csv, markdown
     }
 
     @Option(help: "Comma-separated backends: \(BackendRegistry.backendNames.joined(separator: ",")).")
@@ -51,8 +51,17 @@ struct Bench: ParsableCommand {
     @Option(help: "Seed of the data and of the random choices.")
     var seed: UInt64 = 42
 
-    @Option(help: "Output format: table, json or csv.")
+    @Option(help: "Output format: table (results, then the backend × workload summary), json, csv or markdown (the summary).")
     var format: Format = .table
+
+    @Option(help: "Also write the chart (SVG: a bar per backend and workload, log scale) to this file.")
+    var chart: String?
+
+    @Option(help: "Render this saved report (--format json) instead of running: its table, summary, chart.")
+    var report: String?
+
+    @Option(help: "With --report: print how the cost per operation grew from this smaller run's report (Markdown).")
+    var growth: String?
 
     @Flag(help: "Skip the C-API baselines.")
     var noBaselines = false
@@ -71,6 +80,7 @@ struct Bench: ParsableCommand {
             throw ValidationError("unknown backend '\(name)'; known: \(known.sorted().joined(separator: ", "))")
         }
         _ = try selectedWorkloads()
+        if growth != nil, report == nil { throw ValidationError("--growth needs --report") }
     }
 
     /// The workloads of `--workloads`; `nil` for all.
@@ -96,6 +106,10 @@ struct Bench: ParsableCommand {
     }
 
     private func runBench() throws {
+        if let report {
+            try output(try BenchOutput.load(report))
+            return
+        }
         var names = requested
         if !noBaselines {
             for b in BackendRegistry.baselineNames where !names.contains(b) { names.append(b) }
@@ -121,11 +135,22 @@ struct Bench: ParsableCommand {
         }
         report.computeRatios(baselines: baselines)
         report.environment["durability"] = BackendRegistry.durability
-        switch format {
-        case .table: print(report.table(), terminator: "")
-        case .json: print(try report.json())
-        case .csv: print(report.csv(), terminator: "")
+        try output(report)
+    }
+
+    /// Prints `report` in `--format` (or the growth table of `--growth`) and writes `--chart`.
+    private func output(_ report: BenchReport) throws {
+        if let growth {
+            print(BenchSummary.growth(report, from: try BenchOutput.load(growth)), terminator: "")
+        } else {
+            switch format {
+            case .table: print(report.table() + "\n" + BenchSummary(report).table(), terminator: "")
+            case .json: print(try report.json())
+            case .csv: print(report.csv(), terminator: "")
+            case .markdown: print(BenchSummary(report).markdown(), terminator: "")
+            }
         }
+        if let chart { try BenchOutput.writeChart(report, to: chart) }
     }
 }
 

@@ -1,0 +1,113 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+import LocalStoreBench
+import Testing
+
+/// `localstore bench` ends with the backend × workload summary and writes the chart itself.
+@Suite("localstore bench summary and chart", .serialized)
+struct BenchSummaryTests {
+    static let backends = ["memory", "sqlite", "lmdb"]
+    static let baselines = ["sqlite-c", "lmdb-c"]
+    static let workloads = ["read-by-id", "count"]
+    static let arguments = ["bench", "--records", "200", "--workloads", workloads.joined(separator: ","), "--backends", backends.joined(separator: ",")]
+
+    /// The bars of an SVG document (`rect class="bar"`), as (backend, workload); throws when the
+    /// document is not well-formed XML.
+    final class Bars: NSObject, XMLParserDelegate {
+        var pairs: [String] = []
+        var root: String?
+        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String]) {
+            if root == nil { root = name }
+            if name == "rect", attributes["class"] == "bar" {
+                pairs.append("\(attributes["data-backend"] ?? "?")|\(attributes["data-workload"] ?? "?")")
+            }
+        }
+        static func parse(_ data: Data) throws -> Bars {
+            let bars = Bars()
+            let parser = XMLParser(data: data)
+            parser.delegate = bars
+            guard parser.parse() else {
+                throw CLIError("the chart is not well-formed XML: \(parser.parserError.map { "\($0)" } ?? "?") at line \(parser.lineNumber)")
+            }
+            return bars
+        }
+    }
+
+    struct CLIError: Error, CustomStringConvertible {
+        let description: String
+        init(_ d: String) { description = d }
+    }
+
+    @Test func aTinyRunPrintsTheSummaryAndWritesTheChart() throws {
+        let dir = try Scratch()
+        let chart = dir.path("bench.svg")
+        let r = try CLI.run(Self.arguments + ["--chart", chart])
+        #expect(r.status == 0, "\(r.stderr)")
+        // The summary comes last: a header row of every backend (baselines last), a row per workload.
+        let lines = r.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let start = try #require(lines.lastIndex { $0.hasPrefix("operations per second (× the backend's C-API baseline)") }, "\(r.stdout)")
+        let header = lines[start + 1].split(separator: " ").map(String.init)
+        #expect(header == ["workload"] + Self.backends + Self.baselines, "\(lines[start + 1])")
+        #expect(lines[start + 2].allSatisfy { $0 == "-" || $0 == " " })
+        for (n, w) in Self.workloads.enumerated() {
+            let row = lines[start + 3 + n]
+            #expect(row.hasPrefix(w + " "), "\(row)")
+            // sqlite and lmdb have a baseline: two ratios per row; memory and the baselines have none.
+            #expect(row.components(separatedBy: "×)").count - 1 == 2, "\(row)")
+        }
+        #expect(lines[start + 3 + Self.workloads.count].isEmpty)
+
+        let bars = try Bars.parse(try Data(contentsOf: URL(fileURLWithPath: chart)))
+        #expect(bars.root == "svg")
+        let expected = (Self.backends + Self.baselines).flatMap { b in Self.workloads.map { "\(b)|\($0)" } }
+        #expect(bars.pairs.sorted() == expected.sorted())
+    }
+
+    @Test func aSavedReportRendersAsSummaryMarkdownGrowthAndChart() throws {
+        let dir = try Scratch()
+        let r = try CLI.run(Self.arguments + ["--format", "json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let path = dir.path("bench.json")
+        try Data(r.stdout.utf8).write(to: URL(fileURLWithPath: path))
+        let report = try JSONDecoder().decode(BenchReport.self, from: Data(r.stdout.utf8))
+        #expect(report.results.count == (Self.backends.count + Self.baselines.count) * Self.workloads.count)
+
+        // The summary cells are the report's rates and ratios.
+        let table = try CLI.run(["bench", "--report", path])
+        #expect(table.status == 0, "\(table.stderr)")
+        let summaryRows = table.stdout.components(separatedBy: "operations per second (× the backend's C-API baseline)\n").last ?? ""
+        for result in report.results {
+            var cell = BenchSummary.rate(result.opsPerSecond)
+            if let ratio = result.ratioToBaseline { cell += String(format: " (%.2f×)", ratio) }
+            let row = summaryRows.split(separator: "\n").first { $0.hasPrefix(result.workload + " ") }
+            #expect(row?.contains(cell) == true, "\(result.backend) \(result.workload): '\(cell)' not in \(row ?? "nil")")
+        }
+
+        let markdown = try CLI.run(["bench", "--report", path, "--format", "markdown"])
+        #expect(markdown.status == 0, "\(markdown.stderr)")
+        let md = markdown.stdout.split(separator: "\n").map(String.init)
+        #expect(md.first == "| workload | " + (Self.backends + Self.baselines).joined(separator: " | ") + " |")
+        #expect(md.count == 2 + Self.workloads.count)
+
+        // Against itself every cost grows by 1.00×.
+        let growth = try CLI.run(["bench", "--report", path, "--growth", path])
+        #expect(growth.status == 0, "\(growth.stderr)")
+        let rows = growth.stdout.split(separator: "\n").dropFirst(2)
+        #expect(rows.count == Self.workloads.count)
+        #expect(rows.allSatisfy { $0.components(separatedBy: "1.00×").count - 1 == Self.backends.count + Self.baselines.count }, "\(growth.stdout)")
+
+        let chart = dir.path("again.svg")
+        let c = try CLI.run(["bench", "--report", path, "--format", "csv", "--chart", chart])
+        #expect(c.status == 0, "\(c.stderr)")
+        #expect(try Bars.parse(try Data(contentsOf: URL(fileURLWithPath: chart))).pairs.count == report.results.count)
+
+        let missing = try CLI.run(["bench", "--report", dir.path("nope.json")])
+        #expect(missing.status == 66, "\(missing.stderr)")
+        let notReport = try CLI.run(["bench", "--report", chart])
+        #expect(notReport.status == 65, "\(notReport.stderr)")
+        let noReport = try CLI.run(["bench", "--growth", path])
+        #expect(noReport.status == 64, "\(noReport.stderr)")
+    }
+}
