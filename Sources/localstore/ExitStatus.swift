@@ -37,8 +37,8 @@ enum ExitStatus: Int32, CaseIterable {
         let lines: [(ExitStatus, String)] = [
             (.success, "success"),
             (.verificationFailed, "verify found damage"),
-            (.usage, "usage error: bad option, store URL, filter, table or column name; missing or malformed key"),
-            (.dataError, "damaged store, not a LocalStore store, or a format this version cannot read"),
+            (.usage, "usage: bad option, URL, filter, table/column name; missing or bad key"),
+            (.dataError, "damaged store, not a store, or a format this version cannot read"),
             (.noInput, "no store (or key file) at the given path"),
             (.unavailable, "a library the backend needs is missing (libsqlcipher)"),
             (.software, "internal error"),

@@ -29,7 +29,7 @@ struct ExitStatusTests {
     @Test func helpListsEveryExitStatus() throws {
         let r = try CLI.run(["--help"])
         #expect(r.status == 0)
-        for (code, words) in [(0, "success"), (2, "verify found damage"), (64, "usage error"), (65, "damaged store"),
+        for (code, words) in [(0, "success"), (2, "verify found damage"), (64, "usage: bad option"), (65, "damaged store"),
                               (66, "no store"), (70, "internal error"), (73, "read-only"), (77, "wrong key")] {
             #expect(r.stdout.contains("  \(code)") && r.stdout.contains(words), "--help lacks \(code) \(words):\n\(r.stdout)")
         }
