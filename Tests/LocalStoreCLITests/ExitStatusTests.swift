@@ -99,6 +99,34 @@ struct ExitStatusTests {
         try expectStatus(73, ["copy", url, target], stderrContains: "already holds")
     }
 
+    /// A store another connection holds the write lock of: `busy` after the 5-second busy timeout.
+    @Test func aStoreLockedByAnotherWriterExits75() throws {
+        let dir = try Scratch()
+        let source = try seededStore(CLIBackend.all[2], in: dir)
+        let path = dir.path("locked.sqlite")
+        let holder = try SQLiteStore(path: path)
+        defer { try? holder.close() }
+        try holder.defineTable(TableSchema("Hold", ["n": .integer]))
+        try holder.write { tx in
+            try tx.upsert([["id": "h", "n": 1]], into: "Hold")
+            try expectStatus(75, ["copy", source, "sqlite:\(path)"], stderrContains: "busy")
+        }
+    }
+
+    /// libsqlcipher that cannot be loaded (a file of that name that is not a library, found first on
+    /// LD_LIBRARY_PATH): `libraryMissing`.
+    @Test func aMissingSQLCipherLibraryExits69() throws {
+        let dir = try Scratch()
+        let url = try seededStore(CLIBackend.all[1], in: dir)
+        let libraries = dir.path("lib")
+        try FileManager.default.createDirectory(atPath: libraries, withIntermediateDirectories: true)
+        try Data("not a library".utf8).write(to: URL(fileURLWithPath: libraries + "/libsqlcipher.so.0"))
+        let inherited = ProcessInfo.processInfo.environment["LD_LIBRARY_PATH"].map { ":" + $0 } ?? ""
+        try expectStatus(
+            69, ["inspect", url], env: ["LOCALSTORE_KEY": CLIBackend.keyHex, "LD_LIBRARY_PATH": libraries + inherited],
+            stderrContains: "libraryMissing")
+    }
+
     /// A SQLite store whose table pages are overwritten opens (the catalog pages are intact) and
     /// `verify` reports the damage with status 2; a sound store is 0.
     @Test func verifyFindingDamageExits2() throws {
