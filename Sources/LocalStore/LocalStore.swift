@@ -39,7 +39,7 @@ public protocol LocalStoreAccess {
     func delete(matching query: Query) throws
 
     /// Runs `body` so that all of its writes commit together or not at all. Callers use
-    /// ``write(_:)``; backends implement this.
+    /// ``LocalStoreAccess/write(_:)``; backends implement this.
     ///
     /// On a store this is a new write transaction (a thrown error rolls all of it back). On a
     /// transaction it runs `body` inside that transaction, without a savepoint.

@@ -363,7 +363,7 @@ extension QueryExpression {
 }
 
 /// A Swift value usable directly as a literal in a predicate, on the right of a comparison or in
-/// ``QueryExpression/isIn(_:)`` and ``QueryExpression/isBetween(_:and:)``:
+/// ``QueryExpression/isIn(_:)-([T])`` and ``QueryExpression/isBetween(_:and:)-(T,_)``:
 ///
 /// ```swift
 /// Query("TodoItem", where: Field("updatedAt") >= lastSync && Field("complete") == done && Field("priority") > minimum)

@@ -159,7 +159,7 @@ public struct TableSchema: Sendable, Hashable, CustomStringConvertible {
     private let exact: [String: Int]
     private let folded: [String: Int]
 
-    /// Creates a schema. The result is checked by ``validate()`` when a store defines it.
+    /// Creates a schema. The result is checked by ``validate(idType:)`` when a store defines it.
     public init(name: String, columns: [Column], indexes: [TableIndex] = []) {
         var columns = columns
         if !columns.contains(where: { Identifier.fold($0.name) == "id" }) {

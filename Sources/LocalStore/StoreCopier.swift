@@ -12,7 +12,10 @@ public enum StoreCopier {
     /// empty on the destination beforehand (`constraint` otherwise). Afterwards the row counts and
     /// ``checksum(of:in:columns:)`` of each table are compared (`corrupt` if they differ).
     ///
-    /// - Parameter progress: called now and then with the table being copied and the rows copied from it so far.
+    /// - Parameters:
+    ///   - source: the store to copy; it is only read.
+    ///   - destination: the store to copy into (any backend).
+    ///   - progress: called now and then with the table being copied and the rows copied from it so far.
     /// - Returns: the rows copied per table (destination names).
     @discardableResult
     public static func copy(

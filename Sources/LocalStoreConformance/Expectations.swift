@@ -70,7 +70,7 @@ public func unwrap<T>(
     return value
 }
 
-/// Runs `body` and checks that it throws a ``LocalStoreError`` whose code is `code`; returns that error.
+/// Runs `body` and checks that it throws a `LocalStoreError` whose code is `code`; returns that error.
 ///
 /// Succeeding, throwing another type of error, or throwing another code is a ``ConformanceFailure``.
 @discardableResult

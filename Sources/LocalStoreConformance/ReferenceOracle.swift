@@ -1,6 +1,6 @@
 import LocalStore
 
-/// The suite's reference evaluator (``Reference``) for other harnesses: fuzzers compare backends
+/// The suite's reference evaluator (`Reference`) for other harnesses: fuzzers compare backends
 /// against it on random rows and predicates.
 ///
 /// It shares no code with the core's evaluator. It assumes a valid query: resolve the query with any

@@ -51,12 +51,12 @@ public struct LMDBStoreOptions: Sendable, Hashable {
     }
 }
 
-/// A persistent ``LocalStore`` on the system's LMDB (liblmdb): one LMDB environment (a directory)
+/// A persistent `LocalStore` on the system's LMDB (liblmdb): one LMDB environment (a directory)
 /// per store, one LMDB database per table and per index.
 ///
 /// - Reads run in LMDB read transactions: a consistent snapshot, from any thread, never blocked by
 ///   the writer and never blocking it.
-/// - ``write(_:)`` is one LMDB write transaction. Writers are serialised (also across processes).
+/// - `write {}` is one LMDB write transaction. Writers are serialised (also across processes).
 ///   Calling the store itself from inside the body (instead of the transaction) is `misuse`.
 /// - The map grows by itself. When a write finds it full, the transaction is rolled back, the map
 ///   doubled and the writes made so far are replayed; the body is not run again. Only when another
@@ -99,8 +99,11 @@ public final class LMDBStore: LocalStore {
     /// - Throws: `notADatabase` when `path` is a file, a directory holding other files, or an
     ///   environment LocalStore did not write; `versionMismatch` for a store of another format or
     ///   LMDB version; `corrupt` for a damaged one; `readOnly`/`ioError` when it cannot be created.
-    /// - Parameter logger: where to log (swift-log): each query's plan and duration at `trace`, write
-    ///   transactions at `debug`. Values are never logged.
+    /// - Parameters:
+    ///   - path: the environment directory (created when it does not exist).
+    ///   - options: durability, map size, limits and system table names.
+    ///   - logger: where to log (swift-log): each query's plan and duration at `trace`, write
+    ///     transactions at `debug`. Values are never logged.
     public init(path: String, options: LMDBStoreOptions = LMDBStoreOptions(), logger: Logger? = nil) throws {
         self.logger = logger
         try options.systemTableNames.validate()

@@ -6,8 +6,8 @@ import LocalStore
 import LocalStoreSQLEngine
 import Logging
 
-/// A ``LocalStore`` in one SQLCipher-encrypted SQLite file: the SQLite backend's engine, over SQLCipher
-/// loaded at run time, so it can live in the same process as ``SQLiteStore``-style plain stores.
+/// A `LocalStore` in one SQLCipher-encrypted SQLite file: the SQLite backend's engine, over SQLCipher
+/// loaded at run time, so it can live in the same process as `SQLiteStore`-style plain stores.
 ///
 /// ```swift
 /// let key = try SQLCipherKey.raw(keyBytes)            // or .passphrase(...)
@@ -82,9 +82,14 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
     ///   page size / iterations) does not match the file; `notADatabase` for a plain SQLite file or a
     ///   directory; any error of `SQLiteStore.init`.
     ///
-    /// - Parameter logger: where to log (swift-log): statement text and durations at `trace`, write
-    ///   transactions at `debug`. Keys never reach a statement, so they are never logged; bound values
-    ///   are not logged either.
+    /// - Parameters:
+    ///   - path: the database file; its directory must exist.
+    ///   - key: the raw key or passphrase the file is (or will be) encrypted with.
+    ///   - systemTableNames: the names of the operation, error and config tables (the SDK's by default).
+    ///   - options: the cipher settings (they must match the file's) and engine settings.
+    ///   - logger: where to log (swift-log): statement text and durations at `trace`, write
+    ///     transactions at `debug`. Keys never reach a statement, so they are never logged; bound values
+    ///     are not logged either.
     public init(
         path: String, key: SQLCipherKey, systemTableNames: SystemTableNames = .default, options: Options = Options(),
         logger: Logger? = nil

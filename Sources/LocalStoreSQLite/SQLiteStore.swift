@@ -3,7 +3,7 @@ import LocalStore
 import Logging
 import LocalStoreSQLEngine
 
-/// A ``LocalStore`` kept in one SQLite file, using the system `libsqlite3`.
+/// A `LocalStore` kept in one SQLite file, using the system `libsqlite3`.
 ///
 /// ```swift
 /// let store = try SQLiteStore(path: "/var/lib/app/store.sqlite")
@@ -19,7 +19,7 @@ import LocalStoreSQLEngine
 ///   write transaction, and see the last committed state.
 /// - Calling the store from inside its own `write {}` body (instead of using the transaction passed to
 ///   the body) is a `misuse` error.
-/// - SQLite's errors become ``LocalStoreError`` codes (`busy`, `full`, `corrupt`, `notADatabase`,
+/// - SQLite's errors become `LocalStoreError` codes (`busy`, `full`, `corrupt`, `notADatabase`,
 ///   `readOnly`, `ioError`, `constraint`, …) with SQLite's own message.
 ///
 /// See `docs/sqlite.md` for the file layout and type mapping.
@@ -81,9 +81,13 @@ public final class SQLiteStore: LocalStore, IntegrityChecking {
     ///   file written by a newer LocalStore; `schemaConflict` when the file was created with other
     ///   system table names; `unsupported` for `":memory:"`, an empty path or a `file:` URI; `ioError`
     ///   when the file cannot be opened.
-    /// - Parameter logger: where to log (swift-log): each statement's text and duration at `trace`,
-    ///   write transactions and opened connections at `debug`. Bound values only with
-    ///   ``Options/logsBoundValues``.
+    /// - Parameters:
+    ///   - path: the database file; its directory must exist.
+    ///   - systemTableNames: the names of the operation, error and config tables (the SDK's by default).
+    ///   - options: durability, lock waiting, reader connections and caches.
+    ///   - logger: where to log (swift-log): each statement's text and duration at `trace`,
+    ///     write transactions and opened connections at `debug`. Bound values only with
+    ///     ``Options/logsBoundValues``.
     public convenience init(
         path: String, systemTableNames: SystemTableNames = .default, options: Options = Options(), logger: Logger? = nil
     ) throws {

@@ -5,7 +5,7 @@ import LocalStore
 // maintenance on writes, adding one to a populated table, reopening.
 
 extension ConformanceSuite {
-    /// A compound index is stored with the table (``TableSchema/indexes``, column names in their
+    /// A compound index is stored with the table (`TableSchema.indexes`, column names in their
     /// defined spelling); an index naming an unknown or json column, a column twice, no column, an
     /// invalid name, or reusing a name for other keys is refused with a typed error naming the table
     /// (and the column) and changes nothing; redefining with the same index (under any name) is a no-op.

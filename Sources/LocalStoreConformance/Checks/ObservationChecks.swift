@@ -215,7 +215,7 @@ extension ConformanceSuite {
     }
 
     /// `delete(matching:)` reports its table as `many`; so does a batch of more than
-    /// ``ChangeCollector/idLimit`` ids; a batch at the limit lists every id.
+    /// `ChangeCollector.idLimit` ids; a batch at the limit lists every id.
     public static func observeManyForDeleteMatchingAndHugeBatches(_ factory: StoreFactory) async throws {
         try await withNoteStore(factory) { store in
             let changes = store.changes()
@@ -233,7 +233,7 @@ extension ConformanceSuite {
         }
     }
 
-    /// An observer that never reads blocks no writer and holds at most ``ChangeCenter/bufferLimit``
+    /// An observer that never reads blocks no writer and holds at most `ChangeCenter.bufferLimit`
     /// changes: further ones are coalesced, and the coalesced changes still cover every id written.
     public static func observeConsumerThatNeverReads(_ factory: StoreFactory) async throws {
         try await withNoteStore(factory) { store in

@@ -200,9 +200,9 @@ extension ConformanceSuite {
         }
     }
 
-    /// A string, binary or json value larger than ``TableSchema/maximumValueBytes``, and an item larger
-    /// than ``TableSchema/maximumItemBytes``, are `invalidValue` naming the table, column and size;
-    /// nothing is written. The boundary is checked exactly with limits lowered through ``UpsertOptions``
+    /// A string, binary or json value larger than `TableSchema.maximumValueBytes`, and an item larger
+    /// than `TableSchema.maximumItemBytes`, are `invalidValue` naming the table, column and size;
+    /// nothing is written. The boundary is checked exactly with limits lowered through `UpsertOptions`
     /// (a value at the limit is stored and read back identically, one byte more is refused): the same
     /// code enforces the defaults, and values of hundreds of MB on every backend would make the suite slow.
     /// One byte over the real maximum is refused too, also when the options ask for more.
