@@ -10,8 +10,11 @@ RELIABILITY_FLAGS ?=
 STRESS_KILLS ?= 500
 STRESS_REPORT ?= $(CURDIR)/.build-reliability/stress-report.txt
 FUZZ_ARGS ?=
+# `make docs`: the DocC archives of the library products, one <Target>.doccarchive each, in DOCS_DIR.
+DOCS_DIR ?= $(CURDIR)/.build-docs
+DOCS_TARGETS := LocalStore LocalStoreSQLite LocalStoreSQLCipher LocalStoreLMDB LocalStoreConformance
 
-.PHONY: deps test bench build clean stress fuzz
+.PHONY: deps test bench build clean stress fuzz docs
 
 # Installs the C libraries the backends need, only when pkg-config cannot find them.
 deps:
@@ -52,6 +55,16 @@ stress: deps
 fuzz: deps
 	$(SWIFT) build -c release --product localstore-fuzz $(RELIABILITY_FLAGS)
 	$$($(SWIFT) build -c release --show-bin-path $(RELIABILITY_FLAGS))/localstore-fuzz $(FUZZ_ARGS)
+
+# The DocC catalogs of every library product (swift-docc-plugin), into DOCS_DIR (git-ignored). Fails on
+# any warning: a broken or ambiguous symbol link, an undocumented parameter, a missing page.
+docs: deps
+	@rm -rf $(DOCS_DIR) && mkdir -p $(DOCS_DIR)
+	@set -o pipefail; $(SWIFT) package --allow-writing-to-directory $(DOCS_DIR) generate-documentation \
+		$(addprefix --target ,$(DOCS_TARGETS)) --output-path $(DOCS_DIR) --warnings-as-errors $(DOCS_FLAGS) \
+		2>&1 | tee $(DOCS_DIR)/generate-documentation.log
+	@if grep -n 'warning:' $(DOCS_DIR)/generate-documentation.log; then echo "docs: warnings (above)"; exit 1; fi
+	@echo "docs: $(words $(DOCS_TARGETS)) archives in $(DOCS_DIR), no warnings"
 
 build: deps
 	$(SWIFT) build

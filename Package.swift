@@ -18,6 +18,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        // `make docs` (swift package generate-documentation); a command plugin, never built by `swift build`.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         .target(
@@ -119,6 +121,11 @@ let package = Package(
         .testTarget(
             name: "LocalStoreFormatTests",
             dependencies: ["LocalStore", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB", "CSQLite", "CLMDB"]
+        ),
+        // The DocC articles' code blocks, compiled and run (docs: Sources/*/*.docc).
+        .testTarget(
+            name: "LocalStoreDocTests",
+            dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB"]
         ),
     ],
     swiftLanguageModes: [.v6]
