@@ -60,7 +60,7 @@ fuzz: deps
 # any warning: a broken or ambiguous symbol link, an undocumented parameter, a missing page.
 docs: deps
 	@rm -rf $(DOCS_DIR) && mkdir -p $(DOCS_DIR)
-	@set -o pipefail; $(SWIFT) package --allow-writing-to-directory $(DOCS_DIR) generate-documentation \
+	@set -o pipefail; LOCALSTORE_DOCS=1 $(SWIFT) package --allow-writing-to-directory $(DOCS_DIR) generate-documentation \
 		$(addprefix --target ,$(DOCS_TARGETS)) --output-path $(DOCS_DIR) --warnings-as-errors $(DOCS_FLAGS) \
 		2>&1 | tee $(DOCS_DIR)/generate-documentation.log
 	@if grep -n 'warning:' $(DOCS_DIR)/generate-documentation.log; then echo "docs: warnings (above)"; exit 1; fi

@@ -18,9 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
-        // `make docs` (swift package generate-documentation); a command plugin, never built by `swift build`.
-        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
-    ],
+    ] + documentationDependencies,
     targets: [
         .target(
             name: "LocalStore",
@@ -130,3 +128,10 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+/// swift-docc-plugin, for `make docs` only: `make docs` sets LOCALSTORE_DOCS=1. Without it the package
+/// graph has no documentation plugin, so `swift build` / `make test` neither fetch nor compile it.
+var documentationDependencies: [Package.Dependency] {
+    guard Context.environment["LOCALSTORE_DOCS"] == "1" else { return [] }
+    return [.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")]
+}
