@@ -5,16 +5,14 @@ import Testing
 
 let factory = StoreFactory(name: "mine", isPersistent: false) { directory in try MyStore(directory: directory) }
 
-@Test func myStoreConforms() throws {
-    for check in ConformanceSuite.completeSuite {
-        do { try check.run(factory) } catch { Issue.record("\(check): \(error)") }
-    }
+@Test(arguments: ConformanceSuite.completeSuite)
+func myStoreConforms(_ check: ConformanceCheck) throws {
+    try check.run(factory)
 }
 
-@Test func myStoreObservationConforms() async throws {
-    for check in ConformanceSuite.observationChecks {
-        do { try await check.run(factory) } catch { Issue.record("\(check): \(error)") }
-    }
+@Test(arguments: ConformanceSuite.observationChecks)
+func myStoreObservationConforms(_ check: AsyncConformanceCheck) async throws {
+    try await check.run(factory)
 }
 
 // The snippets of "Writing your own backend" (Sources/LocalStore/LocalStore.docc/WritingYourOwnBackend.md),
@@ -46,30 +44,10 @@ final class MyStore: LocalStore {
     func close() throws { try engine.close() }
 }
 
-/// The suite is not vacuous: a backend that breaks one rule (here, upserts that replace instead of
-/// merge) fails it.
-@Test func aBrokenBackendFailsTheSuite() throws {
-    final class ReplacingStore: LocalStore {
-        private let engine: InMemoryStore
-        init() throws { engine = try InMemoryStore() }
-        var systemTableNames: SystemTableNames { engine.systemTableNames }
-        var changeCenter: ChangeCenter { engine.changeCenter }
-        func defineTable(_ schema: TableSchema) throws { try engine.defineTable(schema) }
-        func tableSchemas() throws -> [TableSchema] { try engine.tableSchemas() }
-        func schema(of table: String) throws -> TableSchema? { try engine.schema(of: table) }
-        func read(table: String, id: Value) throws -> Item? { try engine.read(table: table, id: id) }
-        func read(_ query: Query) throws -> ReadResult { try engine.read(query) }
-        func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
-            try engine.write { tx in
-                try tx.delete(ids: items.compactMap(\.id), from: table)
-                try tx.upsert(items, into: table, options: options)
-            }
-        }
-        func delete(ids: [Value], from table: String) throws { try engine.delete(ids: ids, from: table) }
-        func delete(matching query: Query) throws { try engine.delete(matching: query) }
-        func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R { try engine.performWrite(body) }
-        func close() throws { try engine.close() }
-    }
-    let broken = StoreFactory(name: "broken", isPersistent: false) { _ in try ReplacingStore() }
-    #expect(throws: (any Error).self) { try ConformanceSuite.upsertMergesAbsentKeys(broken) }
+/// The suite is not vacuous: the same skeleton, claimed persistent (it forgets everything when it is
+/// reopened), fails the persistence check.
+@Test func aFalsePersistenceClaimFailsTheSuite() throws {
+    let forgetful = StoreFactory(name: "forgetful", isPersistent: true) { directory in try MyStore(directory: directory) }
+    #expect(throws: (any Error).self) { try ConformanceSuite.persistenceAcrossReopen(forgetful) }
+    try ConformanceSuite.persistenceAcrossReopen(factory)
 }
