@@ -95,7 +95,7 @@ let package = Package(
             name: "LocalStoreReliability",
             dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB", "CSQLite", "CLMDB"]
         ),
-        .executableTarget(name: "localstore-crash-writer", dependencies: ["LocalStore", "LocalStoreReliability"]),
+        .executableTarget(name: "localstore-crash-writer", dependencies: ["LocalStore", "LocalStoreReliability", "CPowerLoss"]),
         .executableTarget(name: "localstore-fuzz", dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreReliability"]),
         .testTarget(
             name: "LocalStoreReliabilityTests",
@@ -125,6 +125,9 @@ let package = Package(
             name: "LocalStoreDocTests",
             dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB"]
         ),
+        // Power-loss recording (docs/reliability.md): a SQLite VFS shim and libc interposers, linked only
+        // into localstore-crash-writer (the interposers bind every shared library of that process).
+        .target(name: "CPowerLoss"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -74,6 +74,7 @@ final class Environment: @unchecked Sendable {
     static func acquire(path: String, options: LMDBStoreOptions) throws -> (Environment, Int) {
         while true {
             let result: (Environment, Int)? = try registry.withLock { envs in
+                let ancestor = DirectorySync.existingAncestor(of: path)
                 try prepareDirectory(path)
                 let key = try directoryKey(path)
                 if let existing = envs[key] {
@@ -87,7 +88,7 @@ final class Environment: @unchecked Sendable {
                     mdb_reader_check(existing.env, &dead)
                     return (existing, Int(dead))
                 }
-                let (environment, dead) = try open(path: path, key: key, options: options)
+                let (environment, dead) = try open(path: path, key: key, options: options, createdBelow: ancestor)
                 envs[key] = environment
                 return (environment, dead)
             }
@@ -157,7 +158,9 @@ final class Environment: @unchecked Sendable {
         return Key(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
     }
 
-    private static func open(path: String, key: Key, options: LMDBStoreOptions) throws -> (Environment, Int) {
+    /// `createdBelow`: the nearest ancestor of `path` that existed before this open (`path` itself when
+    /// the directory existed); a new store's directory entries are synced up to it.
+    private static func open(path: String, key: Key, options: LMDBStoreOptions, createdBelow: String) throws -> (Environment, Int) {
         var handle: OpaquePointer?
         try LMDBErrors.check(mdb_env_create(&handle), "cannot create an LMDB environment")
         guard let env = handle else { throw LocalStoreError(.internal, "mdb_env_create returned no environment") }
@@ -167,7 +170,8 @@ final class Environment: @unchecked Sendable {
             // A new environment starts at the initial size; an existing one keeps the size it grew to
             // (LMDB adopts the size recorded in the file when none is set).
             var data = stat()
-            if stat(path + "/data.mdb", &data) != 0 || data.st_size == 0 {
+            let isNew = stat(path + "/data.mdb", &data) != 0 || data.st_size == 0
+            if isNew {
                 try LMDBErrors.check(mdb_env_set_mapsize(env, Environment.roundedMapSize(options.initialMapSize)), "cannot set the map size")
             }
             var flags = UInt32(MDB_NOTLS)
@@ -178,6 +182,12 @@ final class Environment: @unchecked Sendable {
             }
             try DataFileCheck.verify(path + "/data.mdb")
             try LMDBErrors.check(mdb_env_open(env, path, flags, 0o600), "cannot open the LMDB store at '\(path)'")
+            if isNew {
+                // A new store: its meta pages and the directory entries leading to it are durable before
+                // the first commit can be reported (DirectorySync).
+                mdb_env_sync(env, 1)
+                DirectorySync.sync(path, upTo: createdBelow)
+            }
             guard mdb_env_get_maxkeysize(env) >= Int32(KeyCodec.longKeyLength) else {
                 throw LocalStoreError(.unsupported, "liblmdb was built with keys shorter than \(KeyCodec.longKeyLength) bytes")
             }

@@ -22,9 +22,19 @@
 //       "resolved <code>", "destroyed". The last line printed tells which step crashed.
 //   localstore-crash-writer lmdb-walk <path>
 //       The raw LMDB integrity walk, for a caller that has the environment open itself.
+//   localstore-crash-writer powerloss-record <profile> <empty dir> <log> <first> <second>
+//       Records (CPowerLoss) every write, sync, creation and directory sync of a store created in
+//       <dir> by the power-loss workload (PowerLoss.Profile.record) into <log>; prints "recorded
+//       <operations> <syncs> <marks>". Profiles: sqlite-normal, sqlite-full, sqlcipher-normal,
+//       sqlcipher-full, lmdb-sync, lmdb-nometasync.
+//   localstore-crash-writer powerloss-check <profile> <log> <states> <seed> <scratch dir> [self-test]
+//       Builds <states> crash states from <log>, reopens and checks each (PowerLoss.check); prints
+//       "problem <text>" lines, then "totals <figures>". `self-test`: check against a stronger promise
+//       than the recording keeps (PowerLoss.check), so lost transactions must be found.
 import Foundation
 import LocalStore
 import LocalStoreReliability
+import CPowerLoss
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -133,6 +143,58 @@ case "lmdb-walk":
     guard arguments.count == 2 else { die("usage: lmdb-walk <path>", code: 2) }
     let problems = LMDBWalk.check(path: arguments[1])
     say(problems.isEmpty ? "ok" : "damaged " + problems.joined(separator: " | "))
+
+case "powerloss-record":
+    guard arguments.count == 6, let profile = PowerLoss.Profile(arguments[1]), let first = Int(arguments[4]),
+        let second = Int(arguments[5])
+    else { die("usage: powerloss-record <profile> <empty dir> <log> <first> <second>", code: 2) }
+    let directory = URL(fileURLWithPath: arguments[2]).standardizedFileURL.resolvingSymlinksInPath().path
+    // The recording VFS goes into the SQLite library the store will use, before it opens anything.
+    switch profile.backend {
+    case .sqlite:
+        let library = dlopen(nil, RTLD_NOW)
+        guard let find = dlsym(library, "sqlite3_vfs_find"), let register = dlsym(library, "sqlite3_vfs_register") else {
+            die("the system SQLite's sqlite3_vfs_find/sqlite3_vfs_register are not in this process")
+        }
+        guard powerloss_install_vfs(find, register) == 0 else { die("cannot register the recording VFS") }
+    case .sqlcipher:
+        // The same flags as LocalStoreSQLCipher's loader: this returns the instance it will use.
+        guard let library = dlopen("libsqlcipher.so.0", RTLD_NOW | RTLD_LOCAL | Int32(0x00008)),
+            let find = dlsym(library, "sqlite3_vfs_find"), let register = dlsym(library, "sqlite3_vfs_register")
+        else { die("cannot load libsqlcipher.so.0's sqlite3_vfs_find/sqlite3_vfs_register") }
+        guard powerloss_install_vfs(find, register) == 0 else { die("cannot register the recording VFS in SQLCipher") }
+    case .lmdb:
+        break
+    }
+    let mode = Int32(profile.backend == .lmdb ? POWERLOSS_MODE_LIBC : POWERLOSS_MODE_VFS)
+    guard powerloss_start(directory, arguments[3], mode) == 0 else { die("cannot create the log '\(arguments[3])'") }
+    do {
+        try profile.record(directory: directory, first: first, second: second) { powerloss_mark($0, $1) }
+    } catch {
+        die(describe(error))
+    }
+    powerloss_stop()
+    do {
+        let log = try PowerLoss.Log(path: arguments[3])
+        say("recorded \(log.operations.count) \(log.syncCount) \(log.markCount)")
+    } catch {
+        die(describe(error))
+    }
+
+case "powerloss-check":
+    guard arguments.count == 6 || arguments.count == 7, let profile = PowerLoss.Profile(arguments[1]),
+        let states = Int(arguments[3]), let seed = UInt64(arguments[4])
+    else { die("usage: powerloss-check <profile> <log> <states> <seed> <scratch dir> [self-test]", code: 2) }
+    do {
+        let log = try PowerLoss.Log(path: arguments[2])
+        let totals = PowerLoss.check(
+            profile, log: log, states: states, seed: seed, scratch: arguments[5],
+            selfTest: arguments.count == 7 && arguments[6] == "self-test")
+        for p in totals.problems { say("problem \(p)") }
+        say("totals \(totals)")
+    } catch {
+        die(describe(error))
+    }
 
 default:
     die("unknown mode '\(mode)'", code: 2)

@@ -27,6 +27,15 @@ enum Settings {
     static var processTransactions: Int { int("LOCALSTORE_PROCESS_TXNS", 150) }
     /// Queries per backend in the short fuzz run of `make test`.
     static var fuzzQueries: Int { int("LOCALSTORE_FUZZ_QUERIES", 1500) }
+    /// Crash states checked per power-loss profile (`make test`: 15; `make stress`: 600).
+    static var powerLossStates: Int { int("LOCALSTORE_POWERLOSS_STATES", 15) }
+    /// Transactions the power-loss workload commits before and after reopening the store
+    /// (`LOCALSTORE_POWERLOSS_TXNS=first,second`; `make test`: 30,15; `make stress`: 200,60, past
+    /// SQLite's automatic checkpoint).
+    static var powerLossTransactions: (Int, Int) {
+        let parts = (ProcessInfo.processInfo.environment["LOCALSTORE_POWERLOSS_TXNS"] ?? "").split(separator: ",").compactMap { Int($0) }
+        return parts.count == 2 ? (parts[0], parts[1]) : (30, 15)
+    }
     /// Where totals are appended (for `make stress`), if set.
     static var reportFile: String? { ProcessInfo.processInfo.environment["LOCALSTORE_RELIABILITY_REPORT"] }
 }
@@ -48,8 +57,11 @@ func report(_ line: String) {
 /// A temporary directory removed when released.
 final class TempDirectory: @unchecked Sendable {
     let url: URL
-    init(_ label: String = "reliability") throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("LocalStoreReliability-\(label)-\(UUID().uuidString)")
+    /// `inSharedMemory`: under /dev/shm (tmpfs) when it is a writable directory.
+    init(_ label: String = "reliability", inSharedMemory: Bool = false) throws {
+        let base = inSharedMemory && access("/dev/shm", W_OK) == 0
+            ? URL(fileURLWithPath: "/dev/shm") : FileManager.default.temporaryDirectory
+        url = base.appendingPathComponent("LocalStoreReliability-\(label)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
     deinit { try? FileManager.default.removeItem(at: url) }
