@@ -80,7 +80,7 @@ let package = Package(
         ),
         .target(
             name: "LocalStoreLMDB",
-            dependencies: ["LocalStore", "CLMDB", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["LocalStore", "CLMDB", "CLMDBChildWalk", .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(name: "lmdb-reader-holder", dependencies: ["CLMDB"]),
         .testTarget(
@@ -128,6 +128,8 @@ let package = Package(
         // Power-loss recording (docs/reliability.md): a SQLite VFS shim and libc interposers, linked only
         // into localstore-crash-writer (the interposers bind every shared library of that process).
         .target(name: "CPowerLoss"),
+        // LMDBStore.checkIntegrity's page walk in a forked child process (liblmdb can abort on damaged pages).
+        .target(name: "CLMDBChildWalk", dependencies: ["CLMDB"]),
     ],
     swiftLanguageModes: [.v6]
 )

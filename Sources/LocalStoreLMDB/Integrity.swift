@@ -5,7 +5,15 @@ extension LMDBStore: IntegrityChecking {
     /// full scan, then walks every column index and compound index in order and checks that it names exactly the table's
     /// rows, in the order of the column's values. LMDB itself checks every page it reads. Returns one line
     /// per problem; empty when the store is sound.
+    ///
+    /// liblmdb keeps no page checksums and, on some damaged pages, asserts (`SIGABRT`) or faults instead
+    /// of returning an error, which would end the calling process. So the pages are first walked in a
+    /// forked child process (only liblmdb and libc run there: every database with a cursor, every key
+    /// and value read); when that child dies or liblmdb reports damage, this throws `corrupt` naming the
+    /// database and liblmdb's message, and nothing of the store is read in this process.
+    /// - Throws: `corrupt` as above; `ioError` when the walk could not run or did not finish in 10 minutes.
     public func checkIntegrity() throws -> [String] {
+        try ChildWalk.run(path: path, maximumDatabases: options.maximumDatabases)
         var problems: [String] = []
         let names = systemTableNames
         var tables = try tableSchemas()

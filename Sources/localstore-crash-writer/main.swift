@@ -22,6 +22,12 @@
 //       "resolved <code>", "destroyed". The last line printed tells which step crashed.
 //   localstore-crash-writer lmdb-walk <path>
 //       The raw LMDB integrity walk, for a caller that has the environment open itself.
+//   localstore-crash-writer integrity <backend> <path>
+//       Opens the store and runs only its integrity check (no reads first): prints "ok", "problems
+//       <n> <first>" or "error <step> <code> <message>".
+//   localstore-crash-writer lookups <backend> <path> <count>
+//       Opens a CrashWorkload store and reads item-1...item-<count> by id (no scans): prints
+//       "lookups found=<n> missing=<n> corrupt=<n> other=<n>" and the first "corrupt"/"other" message.
 //   localstore-crash-writer powerloss-record <profile> <empty dir> <log> <first> <second>
 //       Records (CPowerLoss) every write, sync, creation and directory sync of a store created in
 //       <dir> by the power-loss workload (PowerLoss.Profile.record) into <log>; prints "recorded
@@ -143,6 +149,46 @@ case "lmdb-walk":
     guard arguments.count == 2 else { die("usage: lmdb-walk <path>", code: 2) }
     let problems = LMDBWalk.check(path: arguments[1])
     say(problems.isEmpty ? "ok" : "damaged " + problems.joined(separator: " | "))
+
+case "integrity":
+    guard arguments.count == 3 else { die("usage: integrity <backend> <path>", code: 2) }
+    let store: any LocalStore
+    do {
+        store = try backend(1).open(path: arguments[2])
+    } catch {
+        say("error open \(describe(error))")
+        exit(0)
+    }
+    do {
+        let problems = try Integrity.storeCheck(store) ?? []
+        say(problems.isEmpty ? "ok" : "problems \(problems.count) \(problems[0])")
+    } catch {
+        say("error check \(describe(error))")
+    }
+
+case "lookups":
+    guard arguments.count == 4, let count = Int(arguments[3]) else { die("usage: lookups <backend> <path> <count>", code: 2) }
+    let store: any LocalStore
+    do {
+        store = try backend(1).open(path: arguments[2])
+    } catch {
+        say("error open \(describe(error))")
+        exit(0)
+    }
+    var tally = (found: 0, missing: 0, corrupt: 0, other: 0)
+    var first = ""
+    for k in 1...max(count, 1) {
+        do {
+            if try store.read(table: CrashWorkload.itemTable, id: "item-\(k)") != nil { tally.found += 1 } else { tally.missing += 1 }
+        } catch let e as LocalStoreError where e.code == .corrupt {
+            tally.corrupt += 1
+            if first.isEmpty { first = "item-\(k): \(e.message)" }
+        } catch {
+            tally.other += 1
+            first = "item-\(k): \(describe(error))"
+        }
+    }
+    say("lookups found=\(tally.found) missing=\(tally.missing) corrupt=\(tally.corrupt) other=\(tally.other) \(first)")
 
 case "powerloss-record":
     guard arguments.count == 6, let profile = PowerLoss.Profile(arguments[1]), let first = Int(arguments[4]),
