@@ -65,6 +65,16 @@ func describe(_ error: any Error) -> String {
     return "non-LocalStoreError \(type(of: error)): \(error)"
 }
 
+/// Opens the store, or prints "error open <code> <message>" and exits normally.
+func openOrSayWhy(_ backend: ReliabilityBackend, _ path: String) -> any LocalStore {
+    do {
+        return try backend.open(path: path)
+    } catch {
+        say("error open \(describe(error))")
+        exit(0)
+    }
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let mode = arguments.first else { die("usage: see the comment at the top of main.swift", code: 2) }
 
@@ -152,13 +162,7 @@ case "lmdb-walk":
 
 case "integrity":
     guard arguments.count == 3 else { die("usage: integrity <backend> <path>", code: 2) }
-    let store: any LocalStore
-    do {
-        store = try backend(1).open(path: arguments[2])
-    } catch {
-        say("error open \(describe(error))")
-        exit(0)
-    }
+    let store = openOrSayWhy(backend(1), arguments[2])
     do {
         let problems = try Integrity.storeCheck(store) ?? []
         say(problems.isEmpty ? "ok" : "problems \(problems.count) \(problems[0])")
@@ -168,13 +172,7 @@ case "integrity":
 
 case "lookups":
     guard arguments.count == 4, let count = Int(arguments[3]) else { die("usage: lookups <backend> <path> <count>", code: 2) }
-    let store: any LocalStore
-    do {
-        store = try backend(1).open(path: arguments[2])
-    } catch {
-        say("error open \(describe(error))")
-        exit(0)
-    }
+    let store = openOrSayWhy(backend(1), arguments[2])
     var tally = (found: 0, missing: 0, corrupt: 0, other: 0)
     var first = ""
     for k in 1...max(count, 1) {
