@@ -16,7 +16,7 @@ struct LMDBDamagedPageTests {
     @Test("a scan over zeroed pages aborts liblmdb; lookups and checkIntegrity surface corrupt and the caller survives")
     func zeroedPages() throws {
         let helper = try helperPath()
-        let source = try TempDirectory("zeroed-source")
+        let source = try TempDirectory("zeroed-source", inSharedMemory: true)
         let sourcePath = ReliabilityBackend.lmdb.storePath(in: source.url)
         let count = 300
         let writer = try ChildProcess(executable: helper, arguments: ["crash", "lmdb", sourcePath, "\(count)"])
@@ -33,7 +33,7 @@ struct LMDBDamagedPageTests {
             let page = pages / 2 + delta
             guard page > 2, page + 2 <= pages else { continue }
             tried += 1
-            let damaged = try TempDirectory("zeroed")
+            let damaged = try TempDirectory("zeroed", inSharedMemory: true)
             let path = ReliabilityBackend.lmdb.storePath(in: damaged.url)
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
             var bytes = original
