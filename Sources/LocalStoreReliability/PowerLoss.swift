@@ -59,7 +59,7 @@ public enum PowerLoss {
         /// last completed sync must, and the store must hold a prefix of the transactions, never part of one.
         public var promisesEveryCommit: Bool { strong }
 
-        /// The LMDB map starts at its smallest size (64 KiB), so the recording grows it many times.
+        /// The LMDB map starts at its smallest size (64 KiB), so the recording grows it several times.
         public static let lmdbInitialMapSize = 1 << 16
 
         /// Opens (or creates) the store with this profile's options.
