@@ -433,33 +433,194 @@ enum RawStrings {
     }
 }
 
+/// The commonest predicate shapes — one column of a record against a literal — tested straight on
+/// the record's bytes in one pass: the columns before it are skipped (tag and length, bounds-checked)
+/// without being recorded, and the column is compared in place. Anything unusual about the record (a
+/// column it cannot skip cheaply, a value of another type, non-ASCII text, a malformed byte) makes
+/// ``evaluate(_:)`` return `nil`, and the caller takes the general path (``RecordFields`` and
+/// ``RecordTest``), which gives the answer or the `corrupt` error. So a non-`nil` answer is always the
+/// general path's answer for the same bytes.
+struct SimpleRecordTest {
+    enum Kind {
+        /// A boolean column compared with a boolean literal.
+        case bool(Bool)
+        /// An integer column compared with an integer literal.
+        case int(Int64)
+        /// A string column compared (case-sensitively) with a string literal, as bytes.
+        case compareString
+        /// A case-sensitive `startsWith` / `endsWith` / `contains` of a string column.
+        case string(QueryPredicate.StringOperator)
+    }
+
+    let column: Int
+    /// The table's width (a record never holds more columns).
+    let width: Int
+    let kind: Kind
+    let op: QueryPredicate.ComparisonOperator
+    let columnFirst: Bool
+    /// The literal's bytes for the string kinds (owned by the ``RecordFilter``).
+    let pattern: UnsafeRawBufferPointer
+
+    /// The fast form of `test`, or `nil` when it has none. `store` allocates the pattern's bytes.
+    static func make(_ test: RecordTest, schema: TableSchema, store: ([UInt8]) -> UnsafeRawBufferPointer) -> SimpleRecordTest? {
+        let width = schema.columns.count
+        let none = UnsafeRawBufferPointer(start: nil, count: 0)
+        switch test {
+        case .compare(let n, let op, .bool(let b), let columnFirst, _) where schema.columns[n].type == .boolean:
+            return SimpleRecordTest(column: n, width: width, kind: .bool(b), op: op, columnFirst: columnFirst, pattern: none)
+        case .compare(let n, let op, .int(let i), let columnFirst, _) where schema.columns[n].type == .integer:
+            return SimpleRecordTest(column: n, width: width, kind: .int(i), op: op, columnFirst: columnFirst, pattern: none)
+        case .compareString(let n, let op, let literal, let columnFirst, false) where schema.columns[n].type == .string:
+            return SimpleRecordTest(
+                column: n, width: width, kind: .compareString, op: op, columnFirst: columnFirst, pattern: store(literal))
+        case .string(let stringOp, let n, let pattern, false) where schema.columns[n].type == .string:
+            return SimpleRecordTest(
+                column: n, width: width, kind: .string(stringOp), op: .equal, columnFirst: true, pattern: store(pattern))
+        default:
+            return nil
+        }
+    }
+
+    /// A varint of at most 10 bytes within `end`, or `nil`.
+    @inline(__always) private static func varint(_ base: UnsafeRawPointer, _ i: inout Int, _ end: Int) -> UInt64? {
+        // One byte (lengths, counts and small numbers): the common case.
+        if i < end {
+            let b = base.load(fromByteOffset: i, as: UInt8.self)
+            if b < 0x80 {
+                i += 1
+                return UInt64(b)
+            }
+        }
+        return longVarint(base, &i, end)
+    }
+
+    private static func longVarint(_ base: UnsafeRawPointer, _ i: inout Int, _ end: Int) -> UInt64? {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while i < end {
+            let b = base.load(fromByteOffset: i, as: UInt8.self)
+            i += 1
+            if shift == 63 && b > 1 { return nil }
+            result |= UInt64(b & 0x7F) << shift
+            if b & 0x80 == 0 { return result }
+            shift += 7
+            if shift > 63 { return nil }
+        }
+        return nil
+    }
+
+    /// Whether `record` matches, or `nil` when the general path must decide.
+    @inline(__always) func evaluate(_ record: UnsafeRawBufferPointer) -> Bool? {
+        guard let base = record.baseAddress else { return nil }
+        let end = record.count
+        guard end > 0, base.load(as: UInt8.self) == RecordCodec.version else { return nil }
+        var i = 1
+        guard SimpleRecordTest.varint(base, &i, end) != nil, let count = SimpleRecordTest.varint(base, &i, end),
+            count <= UInt64(width), column < Int(count)
+        else { return nil }
+        var c = 0
+        while c < column {
+            guard i < end else { return nil }
+            let tag = base.load(fromByteOffset: i, as: UInt8.self)
+            i += 1
+            switch tag {
+            case RecordCodec.Tag.null, RecordCodec.Tag.false, RecordCodec.Tag.true: break
+            case RecordCodec.Tag.int: guard SimpleRecordTest.varint(base, &i, end) != nil else { return nil }
+            case RecordCodec.Tag.double, RecordCodec.Tag.date:
+                guard end - i >= 8 else { return nil }
+                i += 8
+            case RecordCodec.Tag.string, RecordCodec.Tag.binary:
+                guard let length = SimpleRecordTest.varint(base, &i, end), length <= UInt64(end - i) else { return nil }
+                i += Int(length)
+            default: return nil
+            }
+            c += 1
+        }
+        guard i < end else { return nil }
+        let tag = base.load(fromByteOffset: i, as: UInt8.self)
+        i += 1
+        // A null column matches no comparison and no string test (as in ``RecordTest``).
+        if tag == RecordCodec.Tag.null { return false }
+        let comparison: Int
+        switch kind {
+        case .bool(let y):
+            let x: Bool
+            switch tag {
+            case RecordCodec.Tag.true: x = true
+            case RecordCodec.Tag.false: x = false
+            default: return nil
+            }
+            comparison = x == y ? 0 : (x ? 1 : -1)
+        case .int(let y):
+            guard tag == RecordCodec.Tag.int, let u = SimpleRecordTest.varint(base, &i, end) else { return nil }
+            let x = RecordCodec.unzigzag(u)
+            comparison = x < y ? -1 : (x == y ? 0 : 1)
+        case .compareString, .string:
+            guard tag == RecordCodec.Tag.string, let length = SimpleRecordTest.varint(base, &i, end),
+                length <= UInt64(end - i)
+            else { return nil }
+            let s = UnsafeRawBufferPointer(start: base + i, count: Int(length))
+            // Non-ASCII text is checked for valid UTF-8 by the general path.
+            guard ByteReader.isASCII(s) else { return nil }
+            if case .string(let stringOp) = kind {
+                switch stringOp {
+                case .startsWith: return RawStrings.hasPrefix(s, pattern, noCase: false)
+                case .endsWith: return RawStrings.hasSuffix(s, pattern, noCase: false)
+                case .contains: return RawStrings.contains(s, pattern, noCase: false)
+                }
+            }
+            comparison = RawStrings.compareBytes(s, pattern)
+        }
+        return op.holds(for: columnFirst ? comparison : -comparison)
+    }
+}
+
 /// Filters stored records for a query: the predicate is tested on the record's bytes
-/// (``RecordTest``); only the rows that match and are returned are decoded whole.
+/// (``RecordTest``, or ``SimpleRecordTest`` first for one comparison); only the rows that match and
+/// are returned are decoded whole.
 final class RecordFilter {
     let schema: TableSchema
+    let predicate: ResolvedPredicate
     let test: RecordTest
     private let fields: RecordFields
     /// Whether the test reads any column.
     private let reads: Bool
     /// Scratch row for the general tests (behind a pointer: no exclusivity check per record).
     private let row: UnsafeMutablePointer<[Value]>
+    /// The one-pass form of ``test``, when it has one.
+    private let simple: SimpleRecordTest?
+    private var patternStorage: UnsafeMutableRawBufferPointer?
 
     init(_ predicate: ResolvedPredicate, schema: TableSchema) {
         self.schema = schema
-        test = RecordTest(predicate)
+        self.predicate = predicate
+        let test = RecordTest(predicate)
+        self.test = test
         let last = test.lastColumn
         reads = last >= 0
         fields = RecordFields(schema: schema, through: last)
         row = .allocate(capacity: 1)
         row.initialize(to: Array(repeating: .null, count: schema.columns.count))
+        var storage: UnsafeMutableRawBufferPointer?
+        simple = SimpleRecordTest.make(test, schema: schema) { bytes in
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, bytes.count), alignment: 8)
+            buffer.copyBytes(from: bytes)
+            storage = buffer
+            return UnsafeRawBufferPointer(rebasing: buffer[0..<bytes.count])
+        }
+        patternStorage = storage
     }
 
     deinit {
         row.deinitialize(count: 1)
         row.deallocate()
+        patternStorage?.deallocate()
     }
 
     convenience init(_ query: ResolvedQuery) { self.init(query.predicate, schema: query.schema) }
+
+    /// Whether the predicate has a one-pass form (``SimpleRecordTest``).
+    var hasOnePassTest: Bool { simple != nil }
 
     /// Whether the predicate is always true.
     var isTrue: Bool {
@@ -469,6 +630,12 @@ final class RecordFilter {
 
     /// Whether `record` matches the predicate.
     @inline(__always) func matches(_ record: UnsafeRawBufferPointer) throws -> Bool {
+        if let simple, let answer = simple.evaluate(record) { return answer }
+        return try matchesInGeneral(record)
+    }
+
+    /// ``matches(_:)`` without the one-pass test (also what the tests compare it with).
+    func matchesInGeneral(_ record: UnsafeRawBufferPointer) throws -> Bool {
         if case .constant(let b) = test { return b }
         if reads { try fields.locate(record) }
         return try test.matches(fields, row: &row.pointee)

@@ -377,10 +377,10 @@ final class TxnContext {
             var plain = query
             plain.includeTotalCount = false
             let rows = try QueryRunner(context: self, table: t, query: try ResolvedQuery(plain, schema: t.schema)).run().rows
-            return ReadResult(items: rows.map(q.project), totalCount: count)
+            return ReadResult(items: ItemProjector(q).items(rows), totalCount: count)
         }
         let result = try QueryRunner(context: self, table: t, query: q).run()
-        return ReadResult(items: result.rows.map(q.project), totalCount: q.includeTotalCount ? result.count : nil)
+        return ReadResult(items: ItemProjector(q).items(result.rows), totalCount: q.includeTotalCount ? result.count : nil)
     }
 
     func explain(_ query: Query) throws -> String {
@@ -785,5 +785,26 @@ struct RangeCursor {
         if rc == 0 { return mdb_cursor_get(cursor, &kv, &dv, MDB_PREV) }
         if rc == MDB_NOTFOUND { return mdb_cursor_get(cursor, &kv, &dv, MDB_LAST) }
         return rc
+    }
+}
+
+/// Builds a query's items exactly as `ResolvedQuery.project` does (the projected columns under their
+/// defined names), without hashing a name per value: the names are hashed once per query into a
+/// dictionary of column positions, and each item is that dictionary's `mapValues` — same keys, same
+/// hash table layout, the row's values filled in.
+struct ItemProjector {
+    private let positions: [String: Int]
+
+    init(_ query: ResolvedQuery) {
+        var positions: [String: Int] = Dictionary(minimumCapacity: query.projection.count)
+        for n in query.projection { positions[query.schema.columns[n].name] = n }
+        self.positions = positions
+    }
+
+    func item(_ row: [Value]) -> Item { Item(positions.mapValues { row[$0] }) }
+
+    func items(_ rows: [[Value]]) -> [Item] {
+        if rows.isEmpty { return [] }
+        return rows.map(item)
     }
 }
