@@ -519,12 +519,22 @@ struct QueryRunner {
     /// key)`, `.int(row number)` (for deleting the rows without looking them up again). The
     /// evaluator reads rows by column position only, so the extra values ride along unseen.
     var withLocation = false
+    /// The position of the table's id column.
+    private let idIndex: Int
+
+    init(context: TxnContext, table: TableDefinition, query: ResolvedQuery, withLocation: Bool = false) {
+        self.context = context
+        self.table = table
+        self.query = query
+        self.withLocation = withLocation
+        idIndex = table.schema.idIndex
+    }
 
     var schema: TableSchema { table.schema }
 
     /// The row of a record, with its location when ``withLocation``.
     private func decodeRow(_ record: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer) throws -> [Value] {
-        let decoded = try RecordCodec.decode(record, schema: schema)
+        let decoded = try RecordCodec.decode(record, schema: schema, idIndex: idIndex)
         guard withLocation else { return decoded.row }
         return QueryRunner.located(decoded.row, key: Array(key), rowId: decoded.rowId)
     }
@@ -551,6 +561,20 @@ struct QueryRunner {
             // No rows wanted: at most the count, without building rows.
             guard query.includeTotalCount else { return ([], 0) }
             return ([], try count(plan, primary: primary))
+        }
+        if withLocation, query.top == nil, query.skip == 0 {
+            // Every match, in no particular order (a deletion): the ranges' rows are the matches
+            // already (each tested by the filter), so they are neither tested again nor sorted.
+            switch plan {
+            case .ranges(let source, let ranges):
+                let rows = try rows(source, ranges, primary: primary)
+                return (rows, rows.count)
+            case .compoundRanges(let index, let ranges, _):
+                let rows = try rows(.index(index), ranges, primary: primary)
+                return (rows, rows.count)
+            default:
+                break
+            }
         }
         switch plan {
         case .empty:
@@ -751,6 +775,7 @@ struct QueryRunner {
         if wanted.partialValue == 0 { return ([], 0) }
         let limit = wanted.partialValue
         let filter = RecordFilter(query)
+        let simple = filter.simple
         let sort = query.sort
         let s = range.stored
         let isPrimary: Bool
@@ -796,7 +821,7 @@ struct QueryRunner {
                             inGroup = false
                             if out.count >= limit { break }
                         }
-                        if try filter.matches(value) {
+                        if try filter.matches(value, simple) {
                             out.append(try decodeRow(value, key: key))
                             if out.count >= limit { break }
                         }
@@ -826,8 +851,8 @@ struct QueryRunner {
                     if visited > budget { return nil }
                 }
                 if isPrimary {
-                    if try filter.matches(value) { group.append(try decodeRow(value, key: key)) }
-                } else if let row = try row(storedKey: value, primary: primary, { try filter.matches($0) ? try decodeRow($0, key: value) : nil }) {
+                    if try filter.matches(value, simple) { group.append(try decodeRow(value, key: key)) }
+                } else if let row = try row(storedKey: value, primary: primary, { try filter.matches($0, simple) ? try decodeRow($0, key: value) : nil }) {
                     group.append(row)
                 }
             }

@@ -147,6 +147,12 @@ enum RecordCodec {
     /// Decodes a record, checking every value (see ``RecordFilter`` for testing a record without
     /// decoding it).
     static func decode(_ bytes: UnsafeRawBufferPointer, schema: TableSchema) throws -> Decoded {
+        try decode(bytes, schema: schema, idIndex: schema.idIndex)
+    }
+
+    /// ``decode(_:schema:)`` with the position of the schema's id column given (looking it up
+    /// hashes the name: a query decoding many rows looks it up once).
+    static func decode(_ bytes: UnsafeRawBufferPointer, schema: TableSchema, idIndex: Int) throws -> Decoded {
         var r = ByteReader(bytes)
         do {
             guard try r.byte() == version else { throw ByteReader.Failure("unknown record version") }
@@ -171,7 +177,7 @@ enum RecordCodec {
             }
             guard r.isAtEnd else { throw ByteReader.Failure("trailing bytes") }
             while row.count < width { row.append(.null) }
-            let id = row[schema.idIndex]
+            let id = row[idIndex]
             guard !id.isNull else { throw ByteReader.Failure("record without id") }
             return Decoded(row: row, rowId: rowId)
         } catch let f as ByteReader.Failure {

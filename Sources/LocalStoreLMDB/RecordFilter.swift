@@ -514,10 +514,14 @@ struct SimpleRecordTest {
         guard let base = record.baseAddress else { return nil }
         let end = record.count
         guard end > 0, base.load(as: UInt8.self) == RecordCodec.version else { return nil }
+        // The row number (skipped: at most 10 bytes, the last one at most 1, as the decoder checks),
+        // then the column count in one byte (tables of fewer than 128 columns).
         var i = 1
-        guard SimpleRecordTest.varint(base, &i, end) != nil, let count = SimpleRecordTest.varint(base, &i, end),
-            count <= UInt64(width), column < Int(count)
-        else { return nil }
+        while i < end && i < 10 && base.load(fromByteOffset: i, as: UInt8.self) >= 0x80 { i += 1 }
+        guard i + 1 < end, i < 10 || base.load(fromByteOffset: i, as: UInt8.self) <= 1 else { return nil }
+        let count = Int(base.load(fromByteOffset: i + 1, as: UInt8.self))
+        i += 2
+        guard count < 0x80, count <= width, column < count else { return nil }
         var c = 0
         while c < column {
             guard i < end else { return nil }
@@ -588,7 +592,7 @@ final class RecordFilter {
     /// Scratch row for the general tests (behind a pointer: no exclusivity check per record).
     private let row: UnsafeMutablePointer<[Value]>
     /// The one-pass form of ``test``, when it has one.
-    private let simple: SimpleRecordTest?
+    let simple: SimpleRecordTest?
     private var patternStorage: UnsafeMutableRawBufferPointer?
 
     init(_ predicate: ResolvedPredicate, schema: TableSchema) {
@@ -630,6 +634,12 @@ final class RecordFilter {
 
     /// Whether `record` matches the predicate.
     @inline(__always) func matches(_ record: UnsafeRawBufferPointer) throws -> Bool {
+        if let simple, let answer = simple.evaluate(record) { return answer }
+        return try matchesInGeneral(record)
+    }
+
+    /// ``matches(_:)`` with the one-pass test passed in (a local of the caller's loop).
+    @inline(__always) func matches(_ record: UnsafeRawBufferPointer, _ simple: SimpleRecordTest?) throws -> Bool {
         if let simple, let answer = simple.evaluate(record) { return answer }
         return try matchesInGeneral(record)
     }

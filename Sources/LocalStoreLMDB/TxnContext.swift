@@ -253,6 +253,18 @@ final class TxnContext {
         var dv = MDB_val()
         var n = 0
         var rc = mdb_cursor_get(handle, &kv, &dv, MDB_FIRST)
+        if let simple = filter.simple {
+            // The one-pass test, held in a local for the loop.
+            while rc == 0 {
+                let record = UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)
+                if let answer = simple.evaluate(record) {
+                    if answer { n += 1 }
+                } else if try filter.matchesInGeneral(record) {
+                    n += 1
+                }
+                rc = mdb_cursor_get(handle, &kv, &dv, MDB_NEXT)
+            }
+        }
         while rc == 0 {
             if try filter.matches(UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)) { n += 1 }
             rc = mdb_cursor_get(handle, &kv, &dv, MDB_NEXT)
@@ -342,6 +354,21 @@ final class TxnContext {
     static func indexKey(_ index: IndexDefinition, _ schema: TableSchema, row: [Value], rowId: UInt64) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(64)
+        appendIndexKey(index, row: row, rowId: rowId, id: .value(row[schema.idIndex]), into: &out)
+        return out
+    }
+
+    /// Where an index key's id part comes from.
+    enum IdPart {
+        /// Encoded from the id value.
+        case value(Value)
+        /// The id's key bytes, already encoded (a primary key that is not truncated is exactly them).
+        case key([UInt8])
+    }
+
+    /// Appends the stored index key of `row` (``indexKey(_:_:row:rowId:)``) to `out`.
+    static func appendIndexKey(_ index: IndexDefinition, row: [Value], rowId: UInt64, id: IdPart, into out: inout [UInt8]) {
+        let start = out.count
         for c in index.components {
             if c.noCase {
                 KeyCodec.appendNoCaseComponent(row[c.column], into: &out)
@@ -351,8 +378,15 @@ final class TxnContext {
                 KeyCodec.appendComponent(row[c.column], into: &out)
             }
         }
-        KeyCodec.appendId(row[schema.idIndex], into: &out)
-        return KeyCodec.storedKey(out, rowId: rowId)
+        switch id {
+        case .value(let v): KeyCodec.appendId(v, into: &out)
+        case .key(let k): out.append(contentsOf: k)
+        }
+        if out.count - start > KeyCodec.prefixLimit {
+            // `KeyCodec.storedKey`: the first bytes and the row number.
+            out.removeSubrange((start + KeyCodec.prefixLimit)...)
+            KeyCodec.appendBigEndian(rowId, into: &out)
+        }
     }
 
     // MARK: Reads
@@ -502,21 +536,33 @@ final class TxnContext {
     }
 
     /// The handles a deletion from a table writes to, looked up once per operation.
-    struct DeleteHandles {
+    final class DeleteHandles {
         let primary: MDB_dbi
         let indexes: [(IndexDefinition, MDB_dbi)]
+        let idIndex: Int
+        /// Space for the index keys of the row being deleted, reused from row to row.
+        var scratch: [UInt8] = []
 
         init(_ context: TxnContext, _ t: TableDefinition) throws {
             primary = try context.handle(t.database)
             indexes = try t.indexes.map { ($0, try context.handle($0.database)) }
+            idIndex = t.schema.idIndex
+            scratch.reserveCapacity(64)
         }
     }
 
     private func deleteRow(_ t: TableDefinition, _ found: StoredRow, _ dbis: DeleteHandles) throws {
         try delete(dbis.primary, found.key)
+        // A primary key that is not truncated is the id's key itself: not encoded again per index.
+        let id: IdPart = found.key.count <= KeyCodec.prefixLimit ? .key(found.key) : .value(found.row[dbis.idIndex])
+        var key: [UInt8] = []
+        swap(&key, &dbis.scratch)
+        defer { swap(&key, &dbis.scratch) }
         for (index, dbi) in dbis.indexes {
+            key.removeAll(keepingCapacity: true)
+            TxnContext.appendIndexKey(index, row: found.row, rowId: found.rowId, id: id, into: &key)
             // A missing index entry is not fatal here: the row is going away.
-            try delete(dbi, TxnContext.indexKey(index, t.schema, row: found.row, rowId: found.rowId))
+            try delete(dbi, key)
         }
     }
 
@@ -687,10 +733,12 @@ struct RowStream: Sequence, IteratorProtocol {
 
     let filter: RecordFilter?
     let withLocation: Bool
+    private let idIndex: Int
 
     init(cursor: OpaquePointer, schema: TableSchema, failure: Failure, filter: RecordFilter? = nil, withLocation: Bool = false) {
         self.cursor = cursor
         self.schema = schema
+        idIndex = schema.idIndex
         self.failure = failure
         self.filter = filter
         self.withLocation = withLocation
@@ -708,7 +756,7 @@ struct RowStream: Sequence, IteratorProtocol {
                 try LMDBErrors.check(rc, "cannot move a cursor")
                 let record = UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)
                 if let filter, try !filter.matches(record) { continue }
-                let decoded = try RecordCodec.decode(record, schema: schema)
+                let decoded = try RecordCodec.decode(record, schema: schema, idIndex: idIndex)
                 guard withLocation else { return decoded.row }
                 let key = Array(UnsafeRawBufferPointer(start: kv.mv_data, count: kv.mv_size))
                 return QueryRunner.located(decoded.row, key: key, rowId: decoded.rowId)
