@@ -253,18 +253,6 @@ final class TxnContext {
         var dv = MDB_val()
         var n = 0
         var rc = mdb_cursor_get(handle, &kv, &dv, MDB_FIRST)
-        if let simple = filter.simple {
-            // The one-pass test, held in a local for the loop.
-            while rc == 0 {
-                let record = UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)
-                if let answer = simple.evaluate(record) {
-                    if answer { n += 1 }
-                } else if try filter.matchesInGeneral(record) {
-                    n += 1
-                }
-                rc = mdb_cursor_get(handle, &kv, &dv, MDB_NEXT)
-            }
-        }
         while rc == 0 {
             if try filter.matches(UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)) { n += 1 }
             rc = mdb_cursor_get(handle, &kv, &dv, MDB_NEXT)
