@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "LocalStoreBenchBaselines", targets: ["LocalStoreBenchBaselines"]),
         .executable(name: "localstore", targets: ["localstore"]),
         .executable(name: "todo-sync", targets: ["todo-sync"]),
+        .library(name: "LocalStoreOpener", targets: ["LocalStoreOpener"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
@@ -22,7 +23,9 @@ let package = Package(
     targets: [
         .target(
             name: "LocalStore",
-            dependencies: [.product(name: "HeapModule", package: "swift-collections")]
+            dependencies: [
+                .product(name: "HeapModule", package: "swift-collections"), .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .target(name: "LocalStoreConformance", dependencies: ["LocalStore"]),
         .systemLibrary(
@@ -61,7 +64,7 @@ let package = Package(
             name: "localstore",
             dependencies: [
                 "CProcessHygiene", "LocalStore", "LocalStoreBench", "LocalStoreBenchBaselines", "LocalStoreSQLite", "LocalStoreLMDB",
-                "LocalStoreSQLCipher", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "LocalStoreSQLCipher", "LocalStoreOpener", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(
@@ -130,6 +133,21 @@ let package = Package(
         .target(name: "CPowerLoss"),
         // LMDBStore.checkIntegrity's page walk in a forked child process (liblmdb can abort on damaged pages).
         .target(name: "CLMDBChildWalk", dependencies: ["CLMDB"]),
+        // One way to open any backend from a store URL (memory:, sqlite:PATH, sqlcipher:PATH, lmdb:PATH).
+        .target(
+            name: "LocalStoreOpener",
+            dependencies: [
+                "LocalStore", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "LocalStoreOpenerTests",
+            dependencies: [
+                "LocalStore", "LocalStoreOpener", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

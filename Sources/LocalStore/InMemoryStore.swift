@@ -1,3 +1,6 @@
+import Dispatch
+import Logging
+
 /// A ``LocalStore`` that keeps everything in memory: fast, thread-safe, and gone when the process
 /// (or ``close()``) ends.
 ///
@@ -20,10 +23,17 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
     /// Committed changes go to the observers through this.
     public let changeCenter = ChangeCenter()
 
+    /// Where queries (plan and duration, at trace) and write transactions (duration, at debug) are logged.
+    private let logger: Logger?
+
     /// Creates an empty store holding only the three system tables.
-    public init(systemTableNames: SystemTableNames = .default) throws {
+    ///
+    /// - Parameter logger: where to log (swift-log), as the persistent backends do: each query's plan and
+    ///   duration at `trace`, write transactions at `debug`. Values are never logged.
+    public init(systemTableNames: SystemTableNames = .default, logger: Logger? = nil) throws {
         try systemTableNames.validate()
         self.systemTableNames = systemTableNames
+        self.logger = logger
         let indexed: [(TableSchema, [String])] = [
             (systemTableNames.operationsSchema, ["table"]),
             (systemTableNames.errorsSchema, ["operationId"]),
@@ -89,7 +99,21 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
 
     public func read(_ query: Query) throws -> ReadResult {
         try writer.check()
-        return try lock.withReadLock { try readUnlocked(query) }
+        guard let logger, logger.logLevel <= .trace else {
+            return try lock.withReadLock { try readUnlocked(query) }
+        }
+        let start = DispatchTime.now().uptimeNanoseconds
+        let (result, plan) = try lock.withReadLock {
+            let (table, resolved) = try resolve(query)
+            return (try readUnlocked(query), table.plan(for: resolved).description(schema: table.schema))
+        }
+        logger.trace(
+            "query",
+            metadata: [
+                "table": "\(query.table)", "plan": "\(plan)", "rows": "\(result.items.count)",
+                "micros": "\((DispatchTime.now().uptimeNanoseconds - start) / 1000)",
+            ])
+        return result
     }
 
     public func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
@@ -106,7 +130,25 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
 
     public func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
         try writer.check()
-        return try lock.withWriteLock {
+        guard let logger, logger.logLevel <= .debug else { return try performWriteUnlogged(body) }
+        let start = DispatchTime.now().uptimeNanoseconds
+        func log(_ outcome: String, _ error: (any Error)?) {
+            var metadata: Logger.Metadata = ["micros": "\((DispatchTime.now().uptimeNanoseconds - start) / 1000)"]
+            if let error { metadata["error"] = "\(error)" }
+            logger.debug("write transaction \(outcome)", metadata: metadata)
+        }
+        do {
+            let result = try performWriteUnlogged(body)
+            log("committed", nil)
+            return result
+        } catch {
+            log("rolled back", error)
+            throw error
+        }
+    }
+
+    private func performWriteUnlogged<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        try lock.withWriteLock {
             guard !isClosed else { throw LocalStoreError.closed() }
             writer.set()
             defer { writer.clear() }

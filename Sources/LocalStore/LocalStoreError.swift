@@ -21,6 +21,7 @@ public struct LocalStoreError: Error, Sendable, Hashable, CustomStringConvertibl
             case reservedName, closed, invalidValue, missingId
             case wrongKey, notADatabase, corrupt, full, busy, ioError, readOnly, constraint
             case versionMismatch, readersFull, libraryMissing, unsupported, misuse, `internal`
+            case invalidURL
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -73,6 +74,9 @@ public struct LocalStoreError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let misuse = Code(.misuse)
         /// An unexpected engine failure; the message carries the engine's own text.
         public static let `internal` = Code(.internal)
+        /// A store URL (`memory:`, `sqlite:PATH`, `sqlcipher:PATH`, `lmdb:PATH`) cannot be parsed, or
+        /// carries something it must not (a key, a query, a host); the message names the part at fault.
+        public static let invalidURL = Code(.invalidURL)
 
         /// The code's name, e.g. `unknownTable`.
         public var description: String { base.rawValue }

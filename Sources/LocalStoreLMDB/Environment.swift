@@ -114,7 +114,7 @@ final class Environment: @unchecked Sendable {
         dropIdleReaders()
         // In the faster durability modes the last close is a flush point (best effort: closing
         // cannot fail, and a process exit keeps the data in the OS cache anyway).
-        if options.durability != .synchronous { mdb_env_sync(env, 1) }
+        if options.durability != .full { mdb_env_sync(env, 1) }
         mdb_env_close(env)
         gate.unlockExclusive()
         Environment.registry.withLock { envs in
@@ -176,9 +176,9 @@ final class Environment: @unchecked Sendable {
             }
             var flags = UInt32(MDB_NOTLS)
             switch options.durability {
-            case .synchronous: break
-            case .noMetaSync: flags |= UInt32(MDB_NOMETASYNC)
-            case .noSync: flags |= UInt32(MDB_NOSYNC)
+            case .full: break
+            case .normal: flags |= UInt32(MDB_NOMETASYNC)
+            case .off: flags |= UInt32(MDB_NOSYNC)
             }
             try DataFileCheck.verify(path + "/data.mdb")
             try LMDBErrors.check(mdb_env_open(env, path, flags, 0o600), "cannot open the LMDB store at '\(path)'")

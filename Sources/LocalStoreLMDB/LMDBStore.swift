@@ -4,27 +4,24 @@ import LocalStore
 import Logging
 import Synchronization
 
-/// How an ``LMDBStore`` is opened.
+/// How an ``LMDBStore`` is opened (also spelled `LMDBStore.Options`).
+///
+/// The same names as `SQLiteStore.Options` and `SQLCipherStore.Options` for what they share:
+/// ``durability`` and ``maximumReaders``; the system table names are an argument of
+/// ``LMDBStore/init(path:systemTableNames:options:logger:)``, as on every backend.
 public struct LMDBStoreOptions: Sendable, Hashable {
-    /// How much a commit waits for the disk.
-    public enum Durability: Sendable, Hashable {
-        /// Every commit is flushed (data and meta page) before it returns: a committed write
-        /// survives a crash of the process *and* of the operating system. The default.
-        case synchronous
-        /// `MDB_NOMETASYNC`: data pages are flushed, the meta page is not. An operating-system
-        /// crash (or power loss) may lose the last committed transactions; the store stays intact.
-        /// A process crash loses nothing.
-        case noMetaSync
-        /// `MDB_NOSYNC`: nothing is flushed at commit; the operating system writes when it likes.
-        /// An operating-system crash may lose recent transactions and, on file systems that
-        /// reorder writes, damage the store. A process crash loses nothing. Call
-        /// ``LMDBStore/sync()`` at safe points to bound the risk (closing the last store on the
-        /// environment also flushes).
-        case noSync
-    }
-
-    /// How commits are flushed; ``Durability/synchronous`` unless you accept the documented risk.
-    public var durability: Durability
+    /// How much a commit waits for the disk (default `StoreDurability.full`):
+    /// - `StoreDurability.full`: every commit flushes data and meta page before it returns; a
+    ///   committed write survives a crash of the process *and* of the operating system.
+    /// - `StoreDurability.normal`: `MDB_NOMETASYNC`: data pages are flushed, the meta page is not.
+    ///   An operating-system crash (or power loss) may lose the last committed transactions; the
+    ///   store stays intact. A process crash loses nothing.
+    /// - `StoreDurability.off`: `MDB_NOSYNC`: nothing is flushed at commit; the operating system
+    ///   writes when it likes. An operating-system crash may lose recent transactions and, on file
+    ///   systems that reorder writes, damage the store. A process crash loses nothing. Call
+    ///   ``LMDBStore/sync()`` at safe points to bound the risk (closing the last store on the
+    ///   environment also flushes).
+    public var durability: StoreDurability
     /// The map size the environment starts with, in bytes. Only a starting point: the map grows
     /// on its own whenever it is full (you never need to choose a size). Reopening keeps the
     /// grown size.
@@ -35,19 +32,18 @@ public struct LMDBStoreOptions: Sendable, Hashable {
     /// The most read transactions that may be open at once across all processes (LMDB's reader
     /// table); beyond it reads fail with `readersFull`.
     public var maximumReaders: Int
-    /// The names of the system tables.
-    public var systemTableNames: SystemTableNames
+    /// System table names given through the deprecated ``systemTableNames`` (0.1.0 spelling).
+    var legacySystemTableNames: SystemTableNames?
 
     /// Creates options; every parameter has a safe default.
     public init(
-        durability: Durability = .synchronous, initialMapSize: Int = 16 << 20, maximumDatabases: Int = 1024,
-        maximumReaders: Int = 126, systemTableNames: SystemTableNames = .default
+        durability: StoreDurability = .full, initialMapSize: Int = 16 << 20, maximumDatabases: Int = 1024,
+        maximumReaders: Int = 126
     ) {
         self.durability = durability
         self.initialMapSize = initialMapSize
         self.maximumDatabases = maximumDatabases
         self.maximumReaders = maximumReaders
-        self.systemTableNames = systemTableNames
     }
 }
 
@@ -98,18 +94,33 @@ public final class LMDBStore: LocalStore {
     ///
     /// - Throws: `notADatabase` when `path` is a file, a directory holding other files, or an
     ///   environment LocalStore did not write; `versionMismatch` for a store of another format or
-    ///   LMDB version; `corrupt` for a damaged one; `readOnly`/`ioError` when it cannot be created.
+    ///   LMDB version; `corrupt` for a damaged one; `readOnly`/`ioError` when it cannot be created;
+    ///   `invalidValue` when `systemTableNames` and the deprecated `options.systemTableNames` disagree.
     /// - Parameters:
     ///   - path: the environment directory (created when it does not exist).
-    ///   - options: durability, map size, limits and system table names.
+    ///   - systemTableNames: the names of the system tables.
+    ///   - options: durability, map size and limits.
     ///   - logger: where to log (swift-log): each query's plan and duration at `trace`, write
     ///     transactions at `debug`. Values are never logged.
-    public init(path: String, options: LMDBStoreOptions = LMDBStoreOptions(), logger: Logger? = nil) throws {
+    public init(
+        path: String, systemTableNames: SystemTableNames = .default, options: LMDBStoreOptions = LMDBStoreOptions(),
+        logger: Logger? = nil
+    ) throws {
         self.logger = logger
-        try options.systemTableNames.validate()
+        var names = systemTableNames
+        if let legacy = options.legacySystemTableNames, legacy != systemTableNames {
+            guard systemTableNames == .default else {
+                throw LocalStoreError(
+                    .invalidValue,
+                    "system table names given twice and different: \(Self.describe(systemTableNames)) (systemTableNames:) and "
+                        + "\(Self.describe(legacy)) (the deprecated options.systemTableNames)")
+            }
+            names = legacy
+        }
+        try names.validate()
         let (environment, cleared) = try Environment.acquire(path: path, options: options)
         do {
-            try LMDBSystemTables.ensure(options.systemTableNames, in: environment)
+            try LMDBSystemTables.ensure(names, in: environment)
         } catch {
             environment.release()
             throw error
@@ -117,7 +128,7 @@ public final class LMDBStore: LocalStore {
         self.environment = environment
         self.changeTracker = LMDBChangeTracker(center: changeCenter)
         self.clearedStaleReaders = cleared
-        self.systemTableNames = options.systemTableNames
+        self.systemTableNames = names
         self.path = path
         self.options = options
         changeCenter.setExternalChangeProbe(interval: Self.externalChangePollInterval) { [weak self] baseline in
@@ -128,13 +139,12 @@ public final class LMDBStore: LocalStore {
         }
     }
 
+    private static func describe(_ names: SystemTableNames) -> String {
+        "'\(names.operations)', '\(names.errors)', '\(names.config)'"
+    }
+
     /// How often an observed store looks for commits made elsewhere when it neither writes nor reads.
     static let externalChangePollInterval: Duration = .milliseconds(100)
-
-    /// Opens (or creates) the store in the directory `path` with other system table names.
-    public convenience init(path: String, systemTableNames: SystemTableNames) throws {
-        try self.init(path: path, options: LMDBStoreOptions(systemTableNames: systemTableNames))
-    }
 
     deinit {
         if !isClosed.exchange(true, ordering: .acquiringAndReleasing) { environment.release() }
@@ -298,8 +308,8 @@ public final class LMDBStore: LocalStore {
         }
     }
 
-    /// Flushes committed transactions to disk (useful with ``LMDBStoreOptions/Durability/noSync``
-    /// or ``LMDBStoreOptions/Durability/noMetaSync``).
+    /// Flushes committed transactions to disk (useful with `StoreDurability.off` or
+    /// `StoreDurability.normal`).
     public func sync() throws {
         try checkOpen()
         try environment.withEnvironment { env in

@@ -24,8 +24,8 @@ public enum PowerLoss {
     /// A backend with the durability setting under test and what it promises.
     public struct Profile: Sendable, CustomStringConvertible {
         public var backend: ReliabilityBackend
-        /// The SQL backends: `synchronous = FULL` (else `NORMAL`, the default). LMDB: `.synchronous`
-        /// (the default; else `.noMetaSync`).
+        /// `durability: .full` (else `.normal`): the SQL backends' `synchronous = FULL` (else `NORMAL`, the
+        /// default); LMDB's default full sync (else `MDB_NOMETASYNC`).
         public var strong: Bool
 
         public init(backend: ReliabilityBackend, strong: Bool) {
@@ -66,16 +66,16 @@ public enum PowerLoss {
         public func open(path: String) throws -> any LocalStore {
             switch backend {
             case .sqlite:
-                return try SQLiteStore(path: path, options: SQLiteStore.Options(synchronous: strong ? .full : .normal))
+                return try SQLiteStore(path: path, options: SQLiteStore.Options(durability: strong ? .full : .normal))
             case .lmdb:
                 return try LMDBStore(
                     path: path,
-                    options: LMDBStoreOptions(durability: strong ? .synchronous : .noMetaSync, initialMapSize: Self.lmdbInitialMapSize))
+                    options: LMDBStoreOptions(durability: strong ? .full : .normal, initialMapSize: Self.lmdbInitialMapSize))
             case .sqlcipher:
                 #if canImport(LocalStoreSQLCipher)
                 return try SQLCipherStore(
                     path: path, key: try SQLCipherKey.raw(ReliabilityBackend.sqlcipherKeyBytes),
-                    options: SQLCipherStore.Options(synchronousFull: strong))
+                    options: SQLCipherStore.Options(durability: strong ? .full : .normal))
                 #else
                 throw LocalStoreError(.unsupported, "this build does not include LocalStoreSQLCipher")
                 #endif

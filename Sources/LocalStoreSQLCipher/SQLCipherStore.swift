@@ -24,17 +24,23 @@ import Logging
 /// See `docs/encryption.md` for the threat model and key handling.
 public final class SQLCipherStore: LocalStore, IntegrityChecking {
     /// Cipher and engine settings.
+    ///
+    /// The same names as `SQLiteStore.Options` and `LMDBStoreOptions` for what they share:
+    /// ``durability``, ``busyTimeout``, ``maximumReaders``, ``cacheSizeKiB``.
     public struct Options: Sendable, Hashable {
         /// The cipher page size in bytes (default 4096). Must match the one the file was created with.
         public var cipherPageSize: Int
         /// PBKDF2 iterations for a passphrase (default 256,000). Must match the file's.
         public var kdfIterations: Int
-        /// `PRAGMA synchronous = FULL` instead of `NORMAL` (see `SQLiteStore.Options`).
-        public var synchronousFull: Bool
-        /// How long a call waits for another process's lock, in milliseconds.
-        public var busyTimeoutMilliseconds: Int
-        /// Reader connections, all opened (and keyed) when the store opens (default 2).
-        public var readerCount: Int
+        /// When a committed transaction is on disk (default `StoreDurability.normal`): the same WAL
+        /// `PRAGMA synchronous` mapping as `SQLiteStore.Options` (`FULL`, `NORMAL`, `OFF`).
+        public var durability: StoreDurability
+        /// How long a call waits for a lock held by another connection or process before failing with
+        /// `busy` (default 5 s; whole milliseconds, a negative duration is 0).
+        public var busyTimeout: Duration
+        /// Reader connections (default 2). Unlike `SQLiteStore`, all of them are opened (and keyed) when the
+        /// store opens, so that the key can be wiped from memory afterwards.
+        public var maximumReaders: Int
         /// The largest page cache of each connection, in KiB (default 32768, the same as `SQLiteStore`;
         /// it fills only as pages are read). Every page read from disk is decrypted and authenticated, so
         /// a cache that holds the working set matters even more than with plain SQLite: with SQLite's own
@@ -44,15 +50,15 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
 
         /// Creates options.
         public init(
-            cipherPageSize: Int = 4096, kdfIterations: Int = 256_000, synchronousFull: Bool = false,
-            busyTimeoutMilliseconds: Int = 5000, readerCount: Int = 2, cacheSizeKiB: Int = 32768
+            cipherPageSize: Int = 4096, kdfIterations: Int = 256_000, durability: StoreDurability = .normal,
+            busyTimeout: Duration = .seconds(5), maximumReaders: Int = 2, cacheSizeKiB: Int = 32768
         ) {
-            self.cacheSizeKiB = cacheSizeKiB
             self.cipherPageSize = cipherPageSize
             self.kdfIterations = kdfIterations
-            self.synchronousFull = synchronousFull
-            self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
-            self.readerCount = readerCount
+            self.durability = durability
+            self.busyTimeout = busyTimeout
+            self.maximumReaders = maximumReaders
+            self.cacheSizeKiB = cacheSizeKiB
         }
 
         /// The defaults of SQLCipher 3 (1024-byte pages, 64,000 iterations), for files written by other
@@ -125,9 +131,8 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
             try Self.applyKey(material, options: options, db: db, api: api)
         }
         let configuration = SQLEngine.Configuration(
-            synchronousFull: options.synchronousFull,
-            busyTimeoutMilliseconds: Int32(clamping: max(0, options.busyTimeoutMilliseconds)),
-            maximumReaderCount: max(1, options.readerCount), logger: logger, cacheSizeKiB: options.cacheSizeKiB)
+            durability: options.durability, busyTimeoutMilliseconds: options.busyTimeout.clampedMilliseconds,
+            maximumReaderCount: max(1, options.maximumReaders), logger: logger, cacheSizeKiB: options.cacheSizeKiB)
         let engine: SQLEngine
         do {
             engine = try SQLEngine(

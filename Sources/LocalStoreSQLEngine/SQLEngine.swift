@@ -22,8 +22,8 @@ package final class SQLEngine: @unchecked Sendable {
 
     /// Tuning of an engine.
     package struct Configuration: Sendable {
-        /// `PRAGMA synchronous = FULL` instead of `NORMAL`.
-        package var synchronousFull: Bool
+        /// `PRAGMA synchronous`: `FULL`, `NORMAL` or `OFF`.
+        package var durability: StoreDurability
         /// `sqlite3_busy_timeout` of every connection, in milliseconds.
         package var busyTimeoutMilliseconds: Int32
         /// The largest number of reader connections.
@@ -40,14 +40,14 @@ package final class SQLEngine: @unchecked Sendable {
         package var cacheSizeKiB: Int
 
         package init(
-            synchronousFull: Bool = false, busyTimeoutMilliseconds: Int32 = 5000, maximumReaderCount: Int = 4,
+            durability: StoreDurability = .normal, busyTimeoutMilliseconds: Int32 = 5000, maximumReaderCount: Int = 4,
             statementCacheCapacity: Int = 64, logger: Logger? = nil, logsBoundValues: Bool = false,
             cacheSizeKiB: Int = SQLEngine.defaultCacheSizeKiB
         ) {
             self.cacheSizeKiB = cacheSizeKiB
             self.logger = logger
             self.logsBoundValues = logsBoundValues
-            self.synchronousFull = synchronousFull
+            self.durability = durability
             self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
             self.maximumReaderCount = maximumReaderCount
             self.statementCacheCapacity = statementCacheCapacity
@@ -220,7 +220,12 @@ package final class SQLEngine: @unchecked Sendable {
     }
 
     private func configureWriter(_ w: Connection) throws {
-        try w.execute("PRAGMA synchronous = \(configuration.synchronousFull ? "FULL" : "NORMAL")")
+        let synchronous = switch configuration.durability {
+        case .full: "FULL"
+        case .normal: "NORMAL"
+        case .off: "OFF"
+        }
+        try w.execute("PRAGMA synchronous = \(synchronous)")
         w.registerFunctions()
     }
 

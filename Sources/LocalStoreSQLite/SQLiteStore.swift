@@ -25,25 +25,21 @@ import LocalStoreSQLEngine
 /// See `docs/sqlite.md` for the file layout and type mapping.
 public final class SQLiteStore: LocalStore, IntegrityChecking {
     /// How a store trades speed for durability and concurrency.
+    ///
+    /// The same names as `SQLCipherStore.Options` and `LMDBStoreOptions` for what they share:
+    /// ``durability``, ``busyTimeout``, ``maximumReaders``, ``cacheSizeKiB``.
     public struct Options: Sendable, Hashable {
-        /// When a committed transaction is on disk.
-        public enum Synchronous: Sendable, Hashable {
-            /// `PRAGMA synchronous = NORMAL` (the default): a commit is atomic and consistent; after a
-            /// power loss or OS crash (not an application crash) the last transactions before it may be
-            /// rolled back. The file is never corrupted.
-            case normal
-            /// `PRAGMA synchronous = FULL`: every commit is synced to disk before it returns, so a
-            /// committed transaction survives a power loss too. Slower writes.
-            case full
-        }
-
-        /// When a committed transaction is on disk (default ``Synchronous/normal``).
-        public var synchronous: Synchronous
-        /// How long a call waits for a lock held by another process before failing with `busy`, in
-        /// milliseconds (default 5000).
-        public var busyTimeoutMilliseconds: Int
-        /// The largest number of reader connections (default 4); more concurrent readers wait.
-        public var maximumReaderCount: Int
+        /// When a committed transaction is on disk (default `StoreDurability.normal`). The store runs in
+        /// WAL mode; `StoreDurability.full` is `PRAGMA synchronous = FULL` (every commit synced),
+        /// `StoreDurability.normal` is `NORMAL` (the WAL is synced at checkpoints: a power loss may roll
+        /// back the last transactions, the file is never damaged), `StoreDurability.off` is `OFF`.
+        public var durability: StoreDurability
+        /// How long a call waits for a lock held by another connection or process before failing with
+        /// `busy` (default 5 s; whole milliseconds, a negative duration is 0).
+        public var busyTimeout: Duration
+        /// The largest number of reader connections (default 4), opened as reads need them; more
+        /// concurrent readers wait.
+        public var maximumReaders: Int
         /// Prepared statements cached per connection (default 64).
         public var statementCacheCapacity: Int
         /// Whether statements logged at trace level include their bound values (default `false`: bound
@@ -56,15 +52,15 @@ public final class SQLiteStore: LocalStore, IntegrityChecking {
 
         /// Creates options.
         public init(
-            synchronous: Synchronous = .normal, busyTimeoutMilliseconds: Int = 5000, maximumReaderCount: Int = 4,
+            durability: StoreDurability = .normal, busyTimeout: Duration = .seconds(5), maximumReaders: Int = 4,
             statementCacheCapacity: Int = 64, logsBoundValues: Bool = false, cacheSizeKiB: Int = 32768
         ) {
-            self.cacheSizeKiB = cacheSizeKiB
-            self.logsBoundValues = logsBoundValues
-            self.synchronous = synchronous
-            self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
-            self.maximumReaderCount = maximumReaderCount
+            self.durability = durability
+            self.busyTimeout = busyTimeout
+            self.maximumReaders = maximumReaders
             self.statementCacheCapacity = statementCacheCapacity
+            self.logsBoundValues = logsBoundValues
+            self.cacheSizeKiB = cacheSizeKiB
         }
     }
 
@@ -103,9 +99,8 @@ public final class SQLiteStore: LocalStore, IntegrityChecking {
         self.path = path
         self.options = options
         let configuration = SQLEngine.Configuration(
-            synchronousFull: options.synchronous == .full,
-            busyTimeoutMilliseconds: Int32(clamping: max(0, options.busyTimeoutMilliseconds)),
-            maximumReaderCount: max(1, options.maximumReaderCount),
+            durability: options.durability, busyTimeoutMilliseconds: options.busyTimeout.clampedMilliseconds,
+            maximumReaderCount: max(1, options.maximumReaders),
             statementCacheCapacity: max(1, options.statementCacheCapacity), logger: logger,
             logsBoundValues: options.logsBoundValues, cacheSizeKiB: options.cacheSizeKiB)
         engine = try SQLEngine(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LocalStore
+import LocalStoreOpener
 import LocalStoreSQLCipher
 
 struct Inspect: ParsableCommand {

@@ -1,11 +1,11 @@
 import Foundation
 import LocalStore
-import LocalStoreLMDB
+import LocalStoreOpener
 import LocalStoreSQLCipher
-import LocalStoreSQLite
 
-/// Opens the store a ``StoreURL`` names.
-enum StoreOpener {
+/// The commands' way to open a store: the library's ``StoreOpener`` with the key taken from a key file
+/// or the environment.
+extension StoreOpener {
     /// Opens `url`. With `mustExist`, a path that does not exist is an error instead of a new store.
     static func open(
         _ url: StoreURL, key: KeyOptions, mustExist: Bool, environmentKey: String = "LOCALSTORE_KEY"
@@ -13,19 +13,14 @@ enum StoreOpener {
         if mustExist, url.scheme != .memory, !FileManager.default.fileExists(atPath: url.path) {
             throw CommandFailure("no store at '\(url.path)' (\(url))")
         }
-        switch url.scheme {
-        case .memory:
-            return try InMemoryStore()
-        case .sqlite:
-            return try SQLiteStore(path: url.path)
-        case .lmdb:
-            return try LMDBStore(path: url.path)
-        case .sqlcipher:
+        var cipherKey: SQLCipherKey?
+        if url.scheme == .sqlcipher {
             guard let bytes = try key.keyBytes(required: true, environment: environmentKey) else {
                 throw CommandFailure("a sqlcipher: store needs a key")
             }
-            return try SQLCipherStore(path: url.path, key: try cipherKey(bytes))
+            cipherKey = try Self.cipherKey(bytes)
         }
+        return try open(url, key: cipherKey)
     }
 
     /// 32 bytes (64 hex digits) are a raw 256-bit key; anything else is a passphrase.

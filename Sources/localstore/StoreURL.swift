@@ -1,32 +1,18 @@
 import ArgumentParser
 import Foundation
 import LocalStore
+import LocalStoreOpener
 
-/// `memory:`, `sqlite:PATH`, `sqlcipher:PATH`, `lmdb:PATH`: the one way every command names a store.
-struct StoreURL: CustomStringConvertible, Sendable {
-    enum Scheme: String, CaseIterable, Sendable {
-        case memory, sqlite, sqlcipher, lmdb
-    }
-
-    let scheme: Scheme
-    let path: String
-
+extension StoreURL {
+    /// Parses a command's store argument with the library's parser (`LocalStoreOpener`); a bad URL is a
+    /// ``CommandFailure`` naming the part at fault.
     init(parsing text: String) throws {
-        guard let colon = text.firstIndex(of: ":"), let scheme = Scheme(rawValue: String(text[..<colon])) else {
-            throw CommandFailure(
-                "'\(text)' is not a store URL; use memory:, sqlite:PATH, sqlcipher:PATH or lmdb:PATH")
+        do {
+            try self.init(text)
+        } catch let error as LocalStoreError where error.code == .invalidURL {
+            throw CommandFailure(error.message)
         }
-        let path = String(text[text.index(after: colon)...])
-        if scheme == .memory {
-            guard path.isEmpty else { throw CommandFailure("memory: takes no path (got '\(text)')") }
-        } else if path.isEmpty {
-            throw CommandFailure("\(scheme.rawValue): needs a path, e.g. \(scheme.rawValue):/var/lib/app/store")
-        }
-        self.scheme = scheme
-        self.path = path
     }
-
-    var description: String { scheme == .memory ? "memory:" : "\(scheme.rawValue):\(path)" }
 }
 
 /// Where a command gets an encryption key: `--key-file` or the `LOCALSTORE_KEY` environment variable, as

@@ -16,12 +16,12 @@ struct BackendArticlesTests {
         defer { remove() }
 
         let durable = try SQLiteStore(path: directory.appendingPathComponent("orders.sqlite").path,
-                                      options: SQLiteStore.Options(synchronous: .full))
+                                      options: SQLiteStore.Options(durability: .full))
         let quick = try LMDBStore(path: directory.appendingPathComponent("cache.lmdb").path,
-                                  options: LMDBStoreOptions(durability: .noMetaSync))
+                                  options: LMDBStoreOptions(durability: .normal))
 
-        #expect(durable.options.synchronous == .full)
-        #expect(quick.options.durability == .noMetaSync)
+        #expect(durable.options.durability == .full)
+        #expect(quick.options.durability == .normal)
         for store in [durable, quick] as [any LocalStore] {
             try store.defineTable(todoSchema)
             try store.upsert([["id": "1", "text": "kept"]], into: "TodoItem")

@@ -419,8 +419,8 @@ struct StoreTests {
         #expect(try compacted.count("T", where: Field("s") == .literal(.string(String(repeating: "y", count: 300)))) == 112)
     }
 
-    @Test("the fast durability modes work and sync() flushes", arguments: [LMDBStoreOptions.Durability.noSync, .noMetaSync, .synchronous])
-    func durability(mode: LMDBStoreOptions.Durability) throws {
+    @Test("the fast durability modes work and sync() flushes", arguments: [StoreDurability.off, .normal, .full])
+    func durability(mode: StoreDurability) throws {
         let dir = try TempDirectory()
         do {
             let store = try LMDBStore(path: dir.storePath, options: LMDBStoreOptions(durability: mode))

@@ -470,7 +470,7 @@ struct SQLiteStoreTests {
     @Test("synchronous = FULL and other options", arguments: Library.available)
     func options(_ library: Library) throws {
         let dir = try TemporaryDirectory()
-        let options = SQLiteStore.Options(synchronous: .full, busyTimeoutMilliseconds: 100, maximumReaderCount: 1, statementCacheCapacity: 2)
+        let options = SQLiteStore.Options(durability: .full, busyTimeout: .milliseconds(100), maximumReaders: 1, statementCacheCapacity: 2)
         let store = try library.open(dir.path("store.sqlite"), options: options)
         defer { try? store.close() }
         try store.defineTable(todo)
