@@ -65,6 +65,7 @@ extension LocalStoreAccess {
     /// ``DeltaTokenKey/validate(table:queryId:)``); reads the row by primary key, and only when it is
     /// absent looks for a row another writer stored under another id. A stored value that is not a
     /// timestamp is a `corrupt` error naming the table and query id.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func deltaToken(table: String, queryId: String) throws -> Date? {
         try DeltaTokenKey.validate(table: table, queryId: queryId)
         let config = systemTableNames.config
@@ -80,6 +81,7 @@ extension LocalStoreAccess {
     /// Stores the delta token of `(table, queryId)` (millisecond precision) under its row id
     /// (``DeltaTokenKey/rowId(table:queryId:)``), removing any other row of the same pair (written by
     /// other code or an older version), in one transaction: one row per pair.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func setDeltaToken(_ date: Date, table: String, queryId: String) throws {
         try DeltaTokenKey.validate(table: table, queryId: queryId)
         try write { tx in
@@ -95,6 +97,7 @@ extension LocalStoreAccess {
     }
 
     /// Removes the delta token of `(table, queryId)`, under whatever id it is stored.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func removeDeltaToken(table: String, queryId: String) throws {
         try DeltaTokenKey.validate(table: table, queryId: queryId)
         try write { tx in
@@ -106,6 +109,7 @@ extension LocalStoreAccess {
 
     /// Every delta token of `table` (matched case-insensitively), by query id. A damaged value is a
     /// `corrupt` error naming the table and query id.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func deltaTokens(table: String) throws -> [String: Date] {
         guard Identifier.isValid(table) else {
             throw LocalStoreError(.invalidIdentifier, "'\(table)' is not a valid table name for delta tokens", table: table)
@@ -121,6 +125,7 @@ extension LocalStoreAccess {
 
     /// Removes every delta token of `table` (as a force purge does); returns how many rows went.
     @discardableResult
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func removeDeltaTokens(table: String) throws -> Int {
         guard Identifier.isValid(table) else {
             throw LocalStoreError(.invalidIdentifier, "'\(table)' is not a valid table name for delta tokens", table: table)
@@ -140,6 +145,7 @@ extension LocalStoreAccess {
     /// again is safe, skipping changes is not). Rows with an invalid pair are left as they are. Returns
     /// the number of rows moved or merged.
     @discardableResult
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func migrateDeltaTokenRows() throws -> Int {
         try write { tx in
             let config = tx.systemTableNames.config

@@ -49,6 +49,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
 
     // MARK: LocalStore
 
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func defineTable(_ schema: TableSchema) throws {
         try writer.check()
         try schema.validate()
@@ -66,6 +67,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
         }
     }
 
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func tableSchemas() throws -> [TableSchema] {
         try writer.check()
         return try lock.withReadLock {
@@ -75,6 +77,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
         }
     }
 
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func close() throws {
         try writer.check()
         lock.withWriteLock {
@@ -84,6 +87,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
         changeCenter.finish()
     }
 
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func schema(of table: String) throws -> TableSchema? {
         try writer.check()
         return try lock.withReadLock {
@@ -92,11 +96,13 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
         }
     }
 
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func read(table: String, id: Value) throws -> Item? {
         try writer.check()
         return try lock.withReadLock { try readUnlocked(table: table, id: id) }
     }
 
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func read(_ query: Query) throws -> ReadResult {
         try writer.check()
         guard let logger, logger.logLevel <= .trace else {
@@ -116,14 +122,17 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
         return result
     }
 
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
         try write { try $0.upsert(items, into: table, options: options) }
     }
 
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func delete(ids: [Value], from table: String) throws {
         try write { try $0.delete(ids: ids, from: table) }
     }
 
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func delete(matching query: Query) throws {
         try write { try $0.delete(matching: query) }
     }

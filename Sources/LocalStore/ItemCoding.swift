@@ -52,6 +52,7 @@ extension LocalStoreAccess {
     ///
     /// A string, integer, double or boolean property (a single-value type such as a `String` enum
     /// included) written to a `json` column is stored as that json scalar.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func upsert<T: Encodable>(
         records: [T], into table: String, options: UpsertOptions = .strict, encoder: ItemEncoder = ItemEncoder()
     ) throws {
@@ -67,11 +68,13 @@ extension LocalStoreAccess {
     }
 
     /// Reads the row `id` of `table` as a `T`.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func read<T: Decodable>(_ type: T.Type, table: String, id: String) throws -> T? {
         try read(table: table, id: .string(id)).map { try ItemDecoder().decode(T.self, from: $0) }
     }
 
     /// Runs `query` and decodes every returned item as a `T`.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func read<T: Decodable>(_ type: T.Type, _ query: Query) throws -> [T] {
         let decoder = ItemDecoder()
         return try read(query).items.map { try decoder.decode(T.self, from: $0) }

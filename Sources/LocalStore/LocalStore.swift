@@ -19,23 +19,29 @@ public protocol LocalStoreAccess {
     var systemTableNames: SystemTableNames { get }
 
     /// The definition of `table`, or `nil` when it is not defined. System tables are included.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     func schema(of table: String) throws -> TableSchema?
 
     /// The row of `table` whose id is `id`, or `nil` (no error) when there is none.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     func read(table: String, id: Value) throws -> Item?
 
     /// The rows `query` selects, and their total count when the query asks for it.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     func read(_ query: Query) throws -> ReadResult
 
     /// Inserts or updates `items` by id with merge semantics: keys absent from an item keep their
     /// stored values, an explicit null clears the column. The batch is all-or-nothing; an empty
     /// batch is a no-op (on a known table).
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws
 
     /// Deletes the rows with these ids; ids not present are ignored.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     func delete(ids: [Value], from table: String) throws
 
     /// Deletes exactly the rows `query` would return (predicate, order, skip and top honoured).
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     func delete(matching query: Query) throws
 
     /// Runs `body` so that all of its writes commit together or not at all. Callers use
@@ -60,6 +66,7 @@ extension LocalStoreAccess {
     /// In an `async` context the `async` overload on ``LocalStore`` is chosen, which runs the
     /// transaction on a thread outside Swift's cooperative pool.
     @_disfavoredOverload
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     @inlinable public func write<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
         try performWrite(body)
     }
@@ -85,12 +92,15 @@ public protocol LocalStoreTransaction: LocalStoreAccess {}
 ///   ``changeCenter`` after its commit, in commit order; a rolled-back one never is.
 public protocol LocalStore: LocalStoreAccess, Sendable {
     /// Creates `schema`'s table or adds its new columns and indexes to the existing one.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     func defineTable(_ schema: TableSchema) throws
 
     /// The definitions of all user tables (system tables excluded), sorted by name.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     func tableSchemas() throws -> [TableSchema]
 
     /// Closes the store. Further calls fail with `closed`; closing twice is allowed.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     func close() throws
 
     /// Where the store publishes its committed changes (see ``changes()``, ``observe(_:)`` and
@@ -110,24 +120,29 @@ extension LocalStoreAccess {
     public var configTableName: String { systemTableNames.config }
 
     /// The system properties `table` has as columns; empty for an unknown table.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func systemProperties(for table: String) throws -> Set<SystemProperty> {
         try schema(of: table)?.systemProperties ?? []
     }
 
     /// The row of `table` with the string id `id`.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func read(table: String, id: String) throws -> Item? { try read(table: table, id: .string(id)) }
 
     /// Upserts with strict column checking.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func upsert(_ items: [Item], into table: String) throws {
         try upsert(items, into: table, options: .strict)
     }
 
     /// Deletes the rows with these string ids.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func delete(ids: [String], from table: String) throws {
         try delete(ids: ids.map(Value.string), from: table)
     }
 
     /// The number of rows matching `predicate` in `table`.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func count(_ table: String, where predicate: QueryPredicate? = nil) throws -> Int {
         try read(Query(table, where: predicate, top: 0, includeTotalCount: true)).totalCount ?? 0
     }
@@ -139,6 +154,7 @@ extension LocalStoreAccess {
     /// highest id ever given out (a high-water mark in the config table, written in the same
     /// transaction), so removing the newest operation never lets its id be given again. When no
     /// larger id exists the call fails with `full` and changes nothing.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func appendOperation(table: String, tableKind: Int = 0, itemId: String, properties: [UInt8] = [])
         throws -> TableOperation
     {
@@ -152,17 +168,20 @@ extension LocalStoreAccess {
     }
 
     /// Every pending operation, in id order.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func pendingOperations() throws -> [TableOperation] {
         try read(Query(operationTableName, sort: [SortKey("id")])).items.compactMap(TableOperation.init)
     }
 
     /// The pending operations of `table`, in id order.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func pendingOperations(table: String) throws -> [TableOperation] {
         try read(Query(operationTableName, where: Field("table") == .literal(.string(table)), sort: [SortKey("id")]))
             .items.compactMap(TableOperation.init)
     }
 
     /// The pending operations of one item of `table` (item id matched case-insensitively), in id order.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func pendingOperations(table: String, itemId: String) throws -> [TableOperation] {
         let p: QueryPredicate = Field("table") == .literal(.string(table))
             && Field("itemId").equalsIgnoringCase(.literal(.string(itemId)))
@@ -170,20 +189,24 @@ extension LocalStoreAccess {
     }
 
     /// The first operation whose id is greater than `id` (pass 0 for the head of the queue).
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func operation(after id: Int64) throws -> TableOperation? {
         try read(Query(operationTableName, where: Field("id") > .literal(.int(id)), sort: [SortKey("id")], top: 1))
             .items.first.flatMap(TableOperation.init)
     }
 
     /// The operation with id `id`.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func operation(id: Int64) throws -> TableOperation? {
         try read(table: operationTableName, id: .int(id)).flatMap(TableOperation.init)
     }
 
     /// The number of pending operations.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func pendingOperationCount() throws -> Int { try count(operationTableName) }
 
     /// Removes the operation `id` together with its errors, atomically.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func removeOperation(id: Int64) throws {
         try write { tx in
             try tx.delete(ids: [.int(id)], from: tx.systemTableNames.operations)
@@ -194,25 +217,30 @@ extension LocalStoreAccess {
     // MARK: Errors
 
     /// Records a push failure.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func recordError(_ error: TableOperationError) throws {
         try upsert([error.item], into: errorTableName, options: .strict)
     }
 
     /// Every recorded error, ordered by operation id then id.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func operationErrors() throws -> [TableOperationError] {
         try read(Query(errorTableName, sort: [SortKey("operationId")])).items.compactMap(TableOperationError.init)
     }
 
     /// The errors recorded for operation `operationId`.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func operationErrors(operationId: Int64) throws -> [TableOperationError] {
         try read(Query(errorTableName, where: Field("operationId") == .literal(.int(operationId))))
             .items.compactMap(TableOperationError.init)
     }
 
     /// Removes one error.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func removeError(id: String) throws { try delete(ids: [.string(id)], from: errorTableName) }
 
     /// Removes every error.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func clearErrors() throws { try delete(matching: Query(errorTableName)) }
 
     // MARK: Config and delta tokens
@@ -221,6 +249,7 @@ extension LocalStoreAccess {
     // removeDeltaTokens(table:) and migrateDeltaTokenRows() are in DeltaTokens.swift.
 
     /// Every config entry, ordered by table then key.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func configEntries() throws -> [TableConfigEntry] {
         try read(Query(configTableName, sort: [SortKey("table"), SortKey("key")])).items.compactMap(TableConfigEntry.init)
     }
@@ -229,5 +258,6 @@ extension LocalStoreAccess {
 /// A store that can check its own files for damage (`PRAGMA integrity_check`, a full LMDB traversal, ...).
 public protocol IntegrityChecking {
     /// Reads the whole store and returns a description of every problem found; empty when it is sound.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     func checkIntegrity() throws -> [String]
 }

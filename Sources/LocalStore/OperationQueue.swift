@@ -188,21 +188,25 @@ extension LocalStoreAccess {
     // MARK: Reading
 
     /// Every queued operation decoded, in id order.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func queuedOperations() throws -> [QueuedOperation] {
         try pendingOperations().map(QueuedOperation.init)
     }
 
     /// The queued operations of one item (id matched case-insensitively), in id order.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func queuedOperations(table: String, itemId: String) throws -> [QueuedOperation] {
         try pendingOperations(table: table, itemId: itemId).map(QueuedOperation.init)
     }
 
     /// The operation with id `id`, decoded.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func queuedOperation(id: Int64) throws -> QueuedOperation? {
         try operation(id: id).map(QueuedOperation.init)
     }
 
     /// The first operation whose id is greater than `id` (0 for the head), decoded; one read.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func nextOperation(after id: Int64 = 0) throws -> QueuedOperation? {
         try operation(after: id).map(QueuedOperation.init)
     }
@@ -219,6 +223,7 @@ extension LocalStoreAccess {
     /// A forbidden sequence (insert after insert or update, anything after a delete) is a `constraint`
     /// error that changes nothing. Collapsing into an operation removes that operation's errors.
     @discardableResult
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func enqueue(_ kind: OperationKind, _ item: Item, into table: String) throws -> EnqueueOutcome {
         try write { tx in
             let schema = try tx.queueTableSchema(table)
@@ -303,6 +308,7 @@ extension LocalStoreAccess {
     /// transaction: a push calls this, sends the operation, then ``complete(_:serverItem:)``. While
     /// an operation is in flight, new changes to its item are queued as new operations instead of
     /// collapsing into it. After a crash, ``releaseInFlightOperations()`` clears the marks.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func beginPush(after id: Int64 = 0) throws -> QueuedOperation? {
         try write { tx in
             guard var op = try tx.nextOperation(after: id) else { return nil }
@@ -316,6 +322,7 @@ extension LocalStoreAccess {
 
     /// The item a push sends for `op`: the item's row for an insert or update (`nil` when the row is
     /// gone), the stored snapshot for a delete (converted with the table's schema).
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func pushItem(for op: QueuedOperation) throws -> Item? {
         switch op.kind {
         case .insert, .update: return try read(table: op.table, id: .string(op.itemId))
@@ -330,6 +337,7 @@ extension LocalStoreAccess {
     /// it, unknown columns ignored, but only when no other operation is queued for the item (a newer
     /// local change wins), as the iOS SDK does.
     @discardableResult
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func complete(_ op: QueuedOperation, serverItem: Item? = nil) throws -> CompletionOutcome {
         try write { tx in
             guard var current = try tx.queuedOperation(id: op.id) else { return .missing }
@@ -358,6 +366,7 @@ extension LocalStoreAccess {
     ///     op = try store.completeAndBeginNext(current, serverItem: answer).next
     /// }
     /// ```
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func completeAndBeginNext(_ op: QueuedOperation, serverItem: Item? = nil) throws -> (outcome: CompletionOutcome, next: QueuedOperation?) {
         try write { tx in
             let outcome = try tx.complete(op, serverItem: serverItem)
@@ -368,6 +377,7 @@ extension LocalStoreAccess {
     /// Clears the in-flight mark of every operation (after a crash, or when a push is abandoned).
     /// Returns how many operations were marked.
     @discardableResult
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func releaseInFlightOperations() throws -> Int {
         try write { tx in
             var n = 0

@@ -40,6 +40,7 @@ extension LocalStoreAccess {
     /// An item without a string id, a `deleted` that is not a boolean, or an `updatedAt` that is not a
     /// date is an error naming the item; nothing of the page is written.
     @discardableResult
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func applyPulledPage(_ items: [Item], into table: String, queryId: String? = nil) throws -> PulledPageResult {
         if let queryId { try DeltaTokenKey.validate(table: table, queryId: queryId) }
         return try write { tx in
@@ -114,6 +115,7 @@ extension LocalStoreAccess {
     /// refused with `constraint` while the table has queued operations (the SDKs' purge). Delta
     /// tokens are not touched. One transaction.
     @discardableResult
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func purge(_ table: String, where predicate: QueryPredicate? = nil) throws -> Int {
         try write { tx in
             let schema = try tx.queueTableSchema(table)
@@ -133,6 +135,7 @@ extension LocalStoreAccess {
     /// `constraint`, changing nothing, while a push has one of the table's operations in flight.
     /// Returns the number of rows deleted.
     @discardableResult
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func forcePurge(_ table: String) throws -> Int {
         try write { tx in
             let schema = try tx.queueTableSchema(table)

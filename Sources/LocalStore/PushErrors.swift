@@ -130,6 +130,7 @@ extension LocalStoreAccess {
     /// UUID id) and clears the operation's in-flight mark. The operation stays queued. When `op` is no
     /// longer queued, or has changed since it was pushed, this is a `constraint` error that changes nothing.
     @discardableResult
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func recordPushError(
         for op: QueuedOperation, statusCode: Int?, message: String, serverItem: Item? = nil, item: Item? = nil, code: Int? = nil,
         domain: String? = nil
@@ -150,12 +151,14 @@ extension LocalStoreAccess {
     }
 
     /// Every recorded push error decoded, ordered by operation id then id.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func pushErrors() throws -> [PushError] {
         try operationErrors().map(PushError.init)
     }
 
     /// Cancels the failed operation and discards the local item (the SDKs' `cancelAndDiscardItem`):
     /// deletes the item's row, the operation and its errors, in one transaction.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func cancelAndDiscard(_ error: PushError) throws {
         try write { tx in
             let op = try tx.currentOperation(error.operationId, version: error.operationVersion, action: "cancel")
@@ -167,6 +170,7 @@ extension LocalStoreAccess {
     /// Cancels the failed operation and stores `item` (usually the server's) as the local item (the
     /// SDKs' `cancelAndUpdateItem`): system properties other than `version` are stripped, as the iOS
     /// SDK does, unknown columns ignored; the operation and its errors are removed; one transaction.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func cancelAndUpdate(_ error: PushError, with item: Item) throws {
         try write { tx in
             let op = try tx.currentOperation(error.operationId, version: error.operationVersion, action: "cancel")
@@ -185,6 +189,7 @@ extension LocalStoreAccess {
     /// Keeps the failed operation and updates the local item (the SDKs' `keepOperationAndUpdateItem`,
     /// .NET `UpdateOperationAsync`): ``changeOperation(_:to:item:)`` with the operation's own kind.
     @discardableResult
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func keepAndUpdate(_ error: PushError, with item: Item) throws -> QueuedOperation {
         try changeOperation(error, to: error.operationKind, item: item)
     }
@@ -194,6 +199,7 @@ extension LocalStoreAccess {
     /// otherwise `item` is upserted (unknown columns ignored) and the operation stores no item. The
     /// operation's version is incremented, its errors removed, its in-flight mark cleared.
     @discardableResult
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func changeOperation(_ error: PushError, to kind: OperationKind, item: Item) throws -> QueuedOperation {
         try write { tx in
             var op = try tx.currentOperation(error.operationId, version: error.operationVersion, action: "change")

@@ -12,6 +12,7 @@ extension LMDBStore: IntegrityChecking {
     /// and value read); when that child dies or liblmdb reports damage, this throws `corrupt` naming the
     /// database and liblmdb's message, and nothing of the store is read in this process.
     /// - Throws: `corrupt` as above; `ioError` when the walk could not run or did not finish in 10 minutes.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func checkIntegrity() throws -> [String] {
         try ChildWalk.run(path: path, maximumDatabases: options.maximumDatabases)
         var problems: [String] = []

@@ -160,6 +160,7 @@ public final class LMDBStore: LocalStore {
 
     /// Creates `schema`'s table, or adds its new columns and indexes to the existing one (new
     /// indexes are built from the existing rows in the same transaction).
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func defineTable(_ schema: TableSchema) throws {
         try checkOpen()
         try schema.validate()
@@ -170,6 +171,7 @@ public final class LMDBStore: LocalStore {
     }
 
     /// The definitions of all user tables, sorted by name.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func tableSchemas() throws -> [TableSchema] {
         try checkOpen()
         return try environment.read { context in
@@ -180,6 +182,7 @@ public final class LMDBStore: LocalStore {
 
     /// Closes the store. Once the last store of this process on the directory is closed, the
     /// environment is closed (after in-flight reads finish) and its files are released.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func close() throws {
         try environment.writer.check()
         if !isClosed.exchange(true, ordering: .acquiringAndReleasing) { environment.release() }
@@ -187,18 +190,21 @@ public final class LMDBStore: LocalStore {
     }
 
     /// The definition of `table` (system tables included), or `nil`.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func schema(of table: String) throws -> TableSchema? {
         try checkOpen()
         return try environment.read { $0.schema(of: table) }
     }
 
     /// The row of `table` whose id is `id` (NOCASE for string ids), or `nil`.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func read(table: String, id: Value) throws -> Item? {
         try checkOpen()
         return try environment.read(tracker: changeTracker) { try $0.read(table: table, id: id) }
     }
 
     /// The rows `query` selects, in one consistent snapshot; see ``explain(_:)`` for the plan.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func read(_ query: Query) throws -> ReadResult {
         try checkOpen()
         guard let logger, logger.logLevel <= .trace else {
@@ -216,6 +222,7 @@ public final class LMDBStore: LocalStore {
     }
 
     /// Inserts or updates `items` by id with merge semantics, all-or-nothing, in one transaction.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
         try checkOpen()
         if items.isEmpty {
@@ -226,6 +233,7 @@ public final class LMDBStore: LocalStore {
     }
 
     /// Deletes the rows with these ids (absent ones are ignored), in one transaction.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func delete(ids: [Value], from table: String) throws {
         try checkOpen()
         if ids.isEmpty { return }
@@ -233,6 +241,7 @@ public final class LMDBStore: LocalStore {
     }
 
     /// Deletes exactly the rows `query` returns, in one transaction.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func delete(matching query: Query) throws {
         try checkOpen()
         try environment.write(tracker: changeTracker) { try $0.perform(.deleteMatching(query)) }

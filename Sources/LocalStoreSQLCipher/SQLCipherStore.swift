@@ -193,20 +193,29 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
 
     // MARK: LocalStore
 
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func defineTable(_ schema: TableSchema) throws { try lock.with { try $0.defineTable(schema) } }
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func tableSchemas() throws -> [TableSchema] { try lock.with { try $0.tableSchemas() } }
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func schema(of table: String) throws -> TableSchema? { try lock.with { try $0.schema(of: table) } }
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func read(table: String, id: Value) throws -> Item? { try lock.with { try $0.read(table: table, id: id) } }
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func read(_ query: Query) throws -> ReadResult { try lock.with { try $0.read(query) } }
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
         try lock.with { try $0.upsert(items, into: table, options: options) }
     }
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func delete(ids: [Value], from table: String) throws { try lock.with { try $0.delete(ids: ids, from: table) } }
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func delete(matching query: Query) throws { try lock.with { try $0.delete(matching: query) } }
     public func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
         try lock.with { try $0.performWrite(body) }
     }
 
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func close() throws {
         defer { changeCenter.finish() }
         try lock.close()
@@ -226,6 +235,7 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
     public func checkpoint() throws { try lock.with { try $0.checkpoint() } }
 
     /// `PRAGMA cipher_integrity_check` (HMAC of every page) and `PRAGMA integrity_check`.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func checkIntegrity() throws -> [String] {
         try lock.with { try $0.integrityCheck(pragmas: ["cipher_integrity_check", "integrity_check"]) }
     }

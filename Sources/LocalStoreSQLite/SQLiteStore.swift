@@ -116,12 +116,15 @@ public final class SQLiteStore: LocalStore, IntegrityChecking {
     public var systemTableNames: SystemTableNames { engine.systemTableNames }
 
     /// Creates `schema`'s table or adds its new columns and indexes to the existing one.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func defineTable(_ schema: TableSchema) throws { try engine.defineTable(schema) }
 
     /// The definitions of all user tables, sorted by name.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func tableSchemas() throws -> [TableSchema] { try engine.tableSchemas() }
 
     /// Closes every connection (the files are released) and ends every observation. Further calls fail with `closed`.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func close() throws {
         defer { engine.changes.finish() }
         try engine.close()
@@ -132,23 +135,29 @@ public final class SQLiteStore: LocalStore, IntegrityChecking {
     public var changeCenter: ChangeCenter { engine.changes }
 
     /// The definition of `table`, or `nil`.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func schema(of table: String) throws -> TableSchema? { try engine.schema(of: table) }
 
     /// The row of `table` whose id is `id`, or `nil`.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func read(table: String, id: Value) throws -> Item? { try engine.read(table: table, id: id) }
 
     /// The rows `query` selects (and their total count when asked).
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func read(_ query: Query) throws -> ReadResult { try engine.read(query) }
 
     /// Inserts or updates `items` (merge semantics) in one transaction.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
         try engine.upsert(items, into: table, options: options)
     }
 
     /// Deletes the rows with these ids.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func delete(ids: [Value], from table: String) throws { try engine.delete(ids: ids, from: table) }
 
     /// Deletes exactly the rows `query` would return.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func delete(matching query: Query) throws { try engine.delete(matching: query) }
 
     /// Runs `body` in one write transaction: all of its writes commit together, or none when it throws.
@@ -174,6 +183,7 @@ public final class SQLiteStore: LocalStore, IntegrityChecking {
     public func checkpoint() throws { try engine.checkpoint() }
 
     /// `PRAGMA integrity_check`: every problem SQLite reports (empty when sound).
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func checkIntegrity() throws -> [String] {
         try engine.integrityCheck(pragmas: ["integrity_check"])
     }

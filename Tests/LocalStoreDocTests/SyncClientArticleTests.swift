@@ -122,7 +122,7 @@ struct SyncClientArticleTests {
         let (store, cleanup) = try backend.openTodoStore()
         defer { cleanup() }
         let waiter = Task { try await store.waitForPendingOperations() }
-        try store.enqueue(.insert, ["id": "w1", "text": "wake up"], into: "TodoItem")
+        try await store.enqueue(.insert, ["id": "w1", "text": "wake up"], into: "TodoItem")
         #expect(try await waiter.value == 1)
     }
 }

@@ -192,3 +192,56 @@ final class LogSink: Sendable {
         }
     }
 }
+
+@Suite("The async API on every backend")
+struct AsyncCoverageTests {
+    struct Todo: Codable, Sendable, Equatable {
+        var id: String
+        var text: String
+    }
+
+    @Test("the async forms of the conveniences, the queue, delta tokens, Codable and run {} agree with the sync ones", arguments: ["memory", "sqlite", "sqlcipher", "lmdb"])
+    func asyncForms(_ backend: String) async throws {
+        let dir = try ScratchDirectory()
+        let url = backend == "memory" ? "memory:" : "\(backend):" + dir.path("store")
+        let store = try StoreOpener.open(url, key: backend == "sqlcipher" ? try .raw(Array(repeating: 9, count: 32)) : nil)
+        try await store.defineTable(TableSchema("Todo", ["text": .string]))
+        try await store.upsert(records: [Todo(id: "a", text: "milk")], into: "Todo")
+        #expect(try await store.read(Todo.self, table: "Todo", id: "a") == Todo(id: "a", text: "milk"))
+        #expect(try await store.read(Todo.self, Query("Todo")) == [Todo(id: "a", text: "milk")])
+        #expect(try await store.count("Todo") == 1)
+        #expect(try await store.schema(of: "Todo")?.name == "Todo")
+        #expect(try await store.systemProperties(for: "Todo") == [])
+
+        let outcome = try await store.enqueue(.insert, ["id": "b", "text": "eggs"], into: "Todo")
+        #expect(outcome.operation?.id == 1)
+        #expect(try await store.queuedOperations().map(\.kind) == [.insert])
+        #expect(try await store.pendingOperations(table: "Todo").count == 1)
+        let op = try #require(try await store.beginPush())
+        #expect(try await store.pushItem(for: op)?["text"] == "eggs")
+        let error = try await store.recordPushError(for: op, statusCode: 409, message: "conflict")
+        #expect(try await store.pushErrors().map(\.id) == [error.id])
+        try await store.cancelAndDiscard(error)
+        #expect(try await store.pendingOperationCount() == 0)
+        #expect(try await store.operationErrors().isEmpty)
+
+        let token = Date(timeIntervalSince1970: 1_700_000_000)
+        try await store.setDeltaToken(token, table: "Todo", queryId: "all")
+        #expect(try await store.deltaToken(table: "Todo", queryId: "all") == token)
+        #expect(try await store.deltaTokens(table: "Todo") == ["all": token])
+        let page = try await store.applyPulledPage([["id": "c", "text": "bread"]], into: "Todo", queryId: nil)
+        #expect(page.upserted == 1)
+        #expect(try await store.purge("Todo", where: Field("text") == "bread") == 1)
+        let entries = try await store.run { try $0.configEntries() }
+        #expect(try await store.configEntries() == entries)
+        try await store.delete(ids: ["a"], from: "Todo")
+        #expect(try await store.count("Todo") == 0)
+
+        #expect(try await store.run { try $0.count("Todo") } == 0)
+        if let checkable = store as? any IntegrityChecking & LocalStore {
+            #expect(try await checkable.checkIntegrity() == [])
+        }
+        try await store.close()
+        await #expect(throws: LocalStoreError.self) { try await store.count("Todo") }
+    }
+}

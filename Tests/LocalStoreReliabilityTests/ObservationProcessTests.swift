@@ -14,7 +14,7 @@ struct ObservationProcessTests {
         let directory = try TempDirectory("observe-\(backend)")
         let path = backend.storePath(in: directory.url)
         let store = try backend.open(path: path)
-        defer { try? store.close() }
+        defer { closeQuietly(store) }
         try await store.defineTable(MultiProcessWorkload.schema)
 
         let seen = Seen()
@@ -57,6 +57,10 @@ struct ObservationProcessTests {
         report("observation \(backend): another process's first commit woke waitForPendingOperations() after \(Int(latency * 1000)) ms (incl. its start-up), \(seen.unlisted.load(ordering: .relaxed)) unlisted change(s) for \(count) commits")
     }
 }
+
+/// Closes `store` from a `defer` of async code, which cannot `await` (the synchronous `close()` is
+/// `noasync`: in a synchronous function it is allowed and brief).
+private func closeQuietly(_ store: any LocalStore) { try? store.close() }
 
 /// What the observing tasks saw.
 private final class Seen: Sendable {

@@ -249,7 +249,7 @@ extension ConformanceSuite {
             try await waitUntil(60, "\(commits) commits with an observer that never reads did not finish: a writer is blocked") {
                 finished.hasEnded
             }
-            try expectEqual(try store.count("Note"), commits, "every commit went through")
+            try expectEqual(try await store.count("Note"), commits, "every commit went through")
             try expect(changes.pendingCount <= ChangeCenter.bufferLimit, "\(changes.pendingCount) changes queued, more than \(ChangeCenter.bufferLimit)")
             try expectEqual(changes.pendingCount, ChangeCenter.bufferLimit, "the queue is full, the rest coalesced")
             var iterator = changes.makeAsyncIterator()

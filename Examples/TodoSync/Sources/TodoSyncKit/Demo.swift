@@ -41,7 +41,7 @@ public enum TodoSyncDemo {
     /// Runs the session on `store` (which must not hold the demo's table yet), printing what happens
     /// with `log`.
     public static func run(store: any LocalStore, log: @Sendable (String) -> Void = { print($0) }) async throws -> Outcome {
-        if try store.schema(of: Todo.table) != nil, try store.count(Todo.table) > 0 {
+        if try await store.schema(of: Todo.table) != nil, try await store.count(Todo.table) > 0 {
             throw LocalStoreError(.constraint, "\(Todo.table) already has items: run the demo on a new store", table: Todo.table)
         }
         let server = try FakeTodoServer()
@@ -59,7 +59,7 @@ public enum TodoSyncDemo {
         try client.remove(temporary.id)  // removes the pending insert: nothing to push
         try client.edit("milk", complete: true)
         try client.remove("rent")
-        let queued = try store.queuedOperations()
+        let queued = try await store.queuedOperations()
         log("offline edits: \(queued.map { "\($0.kind) \($0.itemId == report.id ? "new item" : $0.itemId)" }.joined(separator: ", ")) queued")
 
         try await server.otherDeviceSaves(id: "milk", text: "Buy oat milk")
@@ -74,8 +74,8 @@ public enum TodoSyncDemo {
 
         let serverTodos = try await server.liveItems().map { try ItemDecoder().decode(Todo.self, from: $0) }
         return Outcome(
-            todos: try client.todos(), pendingOperations: try await store.pendingOperationCount(), pushErrors: try store.pushErrors().count,
-            deltaToken: try store.deltaToken(table: Todo.table, queryId: TodoSyncClient.queryId),
+            todos: try client.todos(), pendingOperations: try await store.pendingOperationCount(), pushErrors: try await store.pushErrors().count,
+            deltaToken: try await store.deltaToken(table: Todo.table, queryId: TodoSyncClient.queryId),
             serverTodos: serverTodos.sorted { ($0.text, $0.id) < ($1.text, $1.id) }, serverLatestChange: await server.latestChange(),
             push: push, pull: pull)
     }

@@ -106,19 +106,19 @@ public struct TodoSyncClient: Sendable {
     @discardableResult
     public func push(maximumRounds: Int = 3) async throws -> PushReport {
         var report = PushReport()
-        try store.releaseInFlightOperations()  // a push that died (crash, lost connection) left marks
+        try await store.releaseInFlightOperations()  // a push that died (crash, lost connection) left marks
         while report.rounds < maximumRounds, try await store.pendingOperationCount() > 0 {
             report.rounds += 1
-            var next = try store.beginPush()
+            var next = try await store.beginPush()
             while let op = next {
                 do {
                     let answer = try await send(op)
-                    next = try store.completeAndBeginNext(op, serverItem: answer).next
+                    next = try await store.completeAndBeginNext(op, serverItem: answer).next
                     report.sent += 1
                 } catch let error as ServerError {
-                    try store.recordPushError(for: op, statusCode: error.statusCode, message: error.message, serverItem: error.serverItem)
+                    try await store.recordPushError(for: op, statusCode: error.statusCode, message: error.message, serverItem: error.serverItem)
                     report.rejected += 1
-                    next = try store.beginPush(after: op.id)
+                    next = try await store.beginPush(after: op.id)
                 }
             }
             report.resolved += try resolveConflicts()
@@ -128,7 +128,7 @@ public struct TodoSyncClient: Sendable {
 
     /// Sends one operation; the server's item for an insert or update.
     private func send(_ op: QueuedOperation) async throws -> Item? {
-        guard let item = try store.pushItem(for: op) else {
+        guard let item = try await store.pushItem(for: op) else {
             return nil  // the row is gone (deleted with no delete queued): nothing to send
         }
         switch op.kind {
@@ -205,13 +205,13 @@ public struct TodoSyncClient: Sendable {
             try await push()
         }
         var report = PullReport()
-        var token = try store.deltaToken(table: Todo.table, queryId: Self.queryId)
+        var token = try await store.deltaToken(table: Todo.table, queryId: Self.queryId)
         var seenSinceToken = 0
         while true {
             let query = PullRequest.incremental(Query(Todo.table), since: token).skip(seenSinceToken).top(pageSize)
             let page = try await server.get(try PullRequest(query: query).queryString())
             if page.isEmpty { break }
-            let result = try store.applyPulledPage(page, into: Todo.table, queryId: Self.queryId)
+            let result = try await store.applyPulledPage(page, into: Todo.table, queryId: Self.queryId)
             report.pages += 1
             report.received += page.count
             report.upserted += result.upserted
