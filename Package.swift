@@ -109,7 +109,7 @@ let package = Package(
         .executableTarget(
             name: "todo-sync",
             dependencies: [
-                "TodoSyncKit", "LocalStore", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB",
+                "TodoSyncKit", "LocalStore", "LocalStoreOpener", "LocalStoreSQLCipher",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Examples/TodoSync/Sources/todo-sync"

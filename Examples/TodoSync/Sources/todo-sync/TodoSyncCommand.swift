@@ -1,9 +1,8 @@
 import ArgumentParser
 import Foundation
 import LocalStore
-import LocalStoreLMDB
+import LocalStoreOpener
 import LocalStoreSQLCipher
-import LocalStoreSQLite
 import TodoSyncKit
 
 /// `todo-sync --store lmdb:/tmp/todo`: runs the example sync session (``TodoSyncDemo``) on the store the
@@ -48,29 +47,20 @@ struct TodoSyncCommand: AsyncParsableCommand {
         if !problems.isEmpty { throw ExitCode.failure }
     }
 
-    /// Opens the store `url` names.
-    static func open(_ url: String) throws -> any LocalStore {
-        let scheme = url.prefix { $0 != ":" }
-        let path = String(url.dropFirst(scheme.count + 1))
-        guard url.contains(":"), scheme == "memory" || !path.isEmpty else {
-            throw ValidationError("'\(url)' is not a store URL (memory:, sqlite:PATH, sqlcipher:PATH or lmdb:PATH)")
+    /// Opens the store `url` names, with `LocalStoreOpener` (the key of a sqlcipher: store comes from
+    /// the environment, never from the URL).
+    static func open(_ text: String) throws -> any LocalStore {
+        let url: StoreURL
+        do { url = try StoreURL(text) } catch { throw ValidationError("\(error)") }
+        guard url.scheme == .sqlcipher else { return try StoreOpener.open(url) }
+        let hex = ProcessInfo.processInfo.environment["TODO_SYNC_KEY"] ?? ""
+        var bytes: [UInt8] = []
+        var digits = hex.utf8.makeIterator()
+        while let hi = digits.next(), let lo = digits.next(), let h = hexValue(hi), let l = hexValue(lo) { bytes.append(h << 4 | l) }
+        guard hex.utf8.count == 64, bytes.count == 32 else {
+            throw ValidationError("a sqlcipher: store needs TODO_SYNC_KEY: its raw key as 64 hex digits")
         }
-        switch scheme {
-        case "memory": return try InMemoryStore()
-        case "sqlite": return try SQLiteStore(path: path)
-        case "lmdb": return try LMDBStore(path: path)
-        case "sqlcipher":
-            let hex = ProcessInfo.processInfo.environment["TODO_SYNC_KEY"] ?? ""
-            var bytes: [UInt8] = []
-            var digits = hex.utf8.makeIterator()
-            while let hi = digits.next(), let lo = digits.next(), let h = hexValue(hi), let l = hexValue(lo) { bytes.append(h << 4 | l) }
-            guard hex.utf8.count == 64, bytes.count == 32 else {
-                throw ValidationError("a sqlcipher: store needs TODO_SYNC_KEY: its raw key as 64 hex digits")
-            }
-            return try SQLCipherStore(path: path, key: try .raw(bytes))
-        default:
-            throw ValidationError("unknown store scheme '\(scheme)' in '\(url)' (memory, sqlite, sqlcipher or lmdb)")
-        }
+        return try StoreOpener.open(url, key: try .raw(bytes))
     }
 
     private static func hexValue(_ c: UInt8) -> UInt8? {
