@@ -5,7 +5,9 @@ import Logging
 /// (or ``close()``) ends.
 ///
 /// Reads run concurrently with each other; a write transaction excludes readers until it commits or
-/// rolls back, so a reader never sees half of a transaction. Indexed columns keep an ordered index
+/// rolls back, so a reader never sees half of a transaction. Rows are stored column-wise (numbers in
+/// arrays, string and binary bytes in one arena per column), about their payload plus a few bytes per
+/// column and index; indexes hold row slots, not copies of values. Indexed columns keep an ordered index
 /// (a B-tree), so an equality, range, `IN` or prefix filter on an indexed column, or a sort on one
 /// with `top`, does not scan and sort the whole table. A compound index (``TableIndex``) keeps a B-tree over
 /// composite entries: an equality prefix, a range on the next column and a sort on the columns after it read
@@ -170,6 +172,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
                 tx.rollback()
                 throw error
             }
+            tx.commit()
             changeCenter.publish(tx.changes)
             return result
         }
@@ -203,22 +206,32 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
     fileprivate func readUnlocked(table name: String, id: Value) throws -> Item? {
         let t = try table(name)
         try t.schema.checkId(id)
-        guard let row = t.row(MemTable.key(id)) else { return nil }
-        return t.item(row)
+        guard let slot = t.slot(of: id) else { return nil }
+        return t.item(slot)
     }
 
     fileprivate func readUnlocked(_ query: Query) throws -> ReadResult {
         let (t, q) = try resolve(query)
         let selected = t.run(q)
-        return ReadResult(items: selected.rows.map(q.project), totalCount: q.includeTotalCount ? selected.count : nil)
+        return ReadResult(items: selected.slots.map { t.project($0, q) }, totalCount: q.includeTotalCount ? selected.count : nil)
     }
 
-    /// The transaction handed to a `write {}` body. Records a before-image of every row it touches
-    /// so that a thrown error restores the store exactly.
+    /// The transaction handed to a `write {}` body. Logs how to undo every row change it makes so that a
+    /// thrown error restores the store exactly; a deleted row keeps its slot and values until the commit.
     final class Transaction: LocalStoreTransaction {
+        /// How to undo one row change.
+        private enum Undo {
+            /// A new row was written into the slot: unlink and free it.
+            case inserted(MemTable, Int)
+            /// The row in the slot was unlinked (its values kept): link it again.
+            case deleted(MemTable, Int)
+            /// Columns of the row in the slot changed: these were their values.
+            case updated(MemTable, Int, [PreparedItem.Assignment])
+        }
+
         let store: InMemoryStore
         var isActive = true
-        private var undo: [(MemTable, MemTable.Key, [Value]?)] = []
+        private var undo: [Undo] = []
         /// What this transaction changed, when somebody observes the store.
         var changes: ChangeCollector?
 
@@ -236,13 +249,39 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
         }
 
         func rollback() {
-            for (table, key, before) in undo.reversed() { table.set(key, before) }
+            for step in undo.reversed() {
+                switch step {
+                case .inserted(let t, let slot):
+                    t.unlink(slot)
+                    t.release(slot)
+                case .deleted(let t, let slot):
+                    t.link(slot)
+                case .updated(let t, let slot, let before):
+                    _ = t.update(slot, before)
+                }
+            }
             undo.removeAll()
         }
 
-        private func set(_ table: MemTable, _ key: MemTable.Key, _ row: [Value]?) {
-            undo.append((table, key, table.row(key)))
-            table.set(key, row)
+        /// Frees the slots of the rows this transaction deleted and compacts the tables it changed.
+        func commit() {
+            var touched: [ObjectIdentifier: MemTable] = [:]
+            for step in undo {
+                switch step {
+                case .deleted(let t, let slot):
+                    t.release(slot)
+                    touched[ObjectIdentifier(t)] = t
+                case .inserted(let t, _), .updated(let t, _, _):
+                    touched[ObjectIdentifier(t)] = t
+                }
+            }
+            for t in touched.values { t.compact() }
+            undo.removeAll()
+        }
+
+        private func delete(_ slot: Int, from t: MemTable) {
+            t.unlink(slot)
+            undo.append(.deleted(t, slot))
         }
 
         func schema(of table: String) throws -> TableSchema? {
@@ -264,14 +303,12 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
             try check()
             let t = try store.table(table)
             let prepared = try items.map { try t.schema.prepare($0, options: options) }
-            let width = t.schema.columns.count
             for p in prepared {
-                let key = MemTable.key(p.id)
-                if var row = t.row(key) {
-                    p.merge(into: &row)
-                    set(t, key, row)
+                if let slot = t.slot(of: p.id) {
+                    let before = t.update(slot, p.assignments)
+                    if !before.isEmpty { undo.append(.updated(t, slot, before)) }
                 } else {
-                    set(t, key, p.newRow(columnCount: width))
+                    undo.append(.inserted(t, t.insert(p.assignments)))
                 }
             }
             if changes != nil, !prepared.isEmpty { changes?.upserted(prepared.map(\.id), in: t.schema.name) }
@@ -283,8 +320,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
             let t = try store.table(table)
             for id in ids { try t.schema.checkId(id) }
             for id in ids {
-                let key = MemTable.key(id)
-                if t.row(key) != nil { set(t, key, nil) }
+                if let slot = t.slot(of: id) { delete(slot, from: t) }
             }
             if changes != nil, !ids.isEmpty { changes?.deleted(ids, in: t.schema.name) }
         }
@@ -292,9 +328,9 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
         func delete(matching query: Query) throws {
             try check()
             let (t, q) = try store.resolve(query)
-            let rows = t.run(q).rows
-            for row in rows { set(t, MemTable.key(row[t.schema.idIndex]), nil) }
-            if changes != nil, !rows.isEmpty { changes?.changedMany(in: t.schema.name) }
+            let slots = t.run(q).slots
+            for slot in slots { delete(slot, from: t) }
+            if changes != nil, !slots.isEmpty { changes?.changedMany(in: t.schema.name) }
         }
 
         func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
@@ -304,155 +340,219 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
     }
 }
 
-/// One table of an ``InMemoryStore``: rows in slots found by normalised id, plus an ordered index per
-/// indexed column whose entries name the row's slot (so an index walk reads rows without hashing ids).
+/// One table of an ``InMemoryStore``, stored column-wise by row slot (``MemColumn``): fixed-width values in
+/// arrays, string and binary bytes in one arena per column, a free list of deleted slots. The id map
+/// (``MemIdMap``) and the ordered indexes (``SlotTree``) hold slot numbers only and read the values they
+/// order from the columns, so a row costs its payload plus a few bytes per column and per index, with no
+/// heap object per row or per value. Scans test values in place (booleans and integers in their arrays,
+/// string searches in the arena).
 final class MemTable {
-    enum Key: Hashable {
-        case int(Int64)
-        /// The UTF-8 bytes of the NOCASE key. Bytes, not `String`: Swift compares strings by canonical
-        /// equivalence, which would make distinct ids such as "é" and "e\u{301}" collide.
-        case string([UInt8])
-
-        // The synthesized hash feeds the bytes to the hasher one at a time; hash them in one call.
-        func hash(into hasher: inout Hasher) {
-            switch self {
-            case .int(let i):
-                hasher.combine(0 as UInt8)
-                hasher.combine(i)
-            case .string(let bytes):
-                hasher.combine(bytes.count)
-                bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
-            }
-        }
-    }
-
     private(set) var schema: TableSchema
-    /// Row storage. A free slot holds an empty array (a live row always has at least its id column).
-    private var slots: [[Value]] = []
+    private(set) var columns: [MemColumn]
+    /// Whether each slot holds a live row. A row deleted by an uncommitted transaction is not live but
+    /// keeps its values (and its slot) until the transaction commits, so a rollback can bring it back.
+    private(set) var live: [Bool] = []
     private var freeSlots: [Int] = []
-    /// The slot of every row, by normalised id.
-    private var slotByKey: [Key: Int] = [:]
-    private(set) var indexes: [Int: BTree<IndexEntry>] = [:]
+    private var ids = MemIdMap()
+    /// The ordered index of each indexed column (entries ordered by value, then id NOCASE).
+    private(set) var indexes: [Int: SlotTree] = [:]
     private var indexedColumns: [Int] = []
     /// The compound indexes of the schema, in its order.
     private(set) var compound: [CompoundIndex] = []
-    /// Every id in id order (entries with a null value), for id ranges and id-ordered scans.
-    private(set) var idOrder = BTree<IndexEntry>()
+    /// Every live row in id order (NOCASE for string ids).
+    let idOrder = SlotTree()
 
     init(schema: TableSchema) {
         self.schema = schema
+        columns = schema.columns.map { MemColumn(type: $0.type, count: 0) }
         for (n, c) in schema.columns.enumerated() where c.indexed && n != schema.idIndex {
-            indexes[n] = BTree()
+            indexes[n] = SlotTree()
         }
         indexedColumns = indexes.keys.sorted()
         compound = schema.indexes.compactMap { CompoundIndex($0, schema: schema) }
     }
 
-    /// The row stored under `key`.
-    func row(_ key: Key) -> [Value]? { slotByKey[key].map { slots[$0] } }
+    /// The number of live rows.
+    var rowCount: Int { ids.count }
 
-    /// The number of rows.
-    var rowCount: Int { slotByKey.count }
+    var idColumn: MemColumn { columns[schema.idIndex] }
 
-    /// Every row, in no particular order.
-    var allRows: LazyFilterSequence<[[Value]]> { slots.lazy.filter { !$0.isEmpty } }
+    /// The slot of the live row with id `id` (of the id column's type).
+    func slot(of id: Value) -> Int? { ids.find(id, in: idColumn) }
 
-    static func key(_ id: Value) -> Key {
-        switch id {
-        case .int(let i): return .int(i)
-        case .string(let s): return .string(noCaseBytes(s))
-        default: return .string(Array(id.description.utf8))
-        }
-    }
+    /// The value of `column` in `slot`.
+    @inline(__always) func value(_ slot: Int, _ column: Int) -> Value { columns[column].value(slot) }
 
-    /// The bytes of ``Collation/noCaseKey(_:)`` for `s`, built directly.
-    static func noCaseBytes(_ s: String) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(s.utf8.count)
-        for b in s.utf8 {
-            if b == 0 {
-                bytes.append(0)
-                bytes.append(contentsOf: String(s.utf8.count).utf8)
-                return bytes
-            }
-            bytes.append(b >= 0x41 && b <= 0x5A ? b | 0x20 : b)
-        }
-        return bytes
-    }
+    /// The row in `slot`, every column.
+    func row(_ slot: Int) -> [Value] { columns.map { $0.value(slot) } }
 
-    func item(_ row: [Value]) -> Item {
+    /// The row in `slot` as an item with every column.
+    func item(_ slot: Int) -> Item {
         var values: [String: Value] = Dictionary(minimumCapacity: schema.columns.count)
-        for (n, c) in schema.columns.enumerated() { values[c.name] = row[n] }
+        for (n, c) in schema.columns.enumerated() { values[c.name] = columns[n].value(slot) }
         return Item(values)
     }
 
-    /// Adopts a merged schema: widens every row and builds indexes for newly indexed columns.
-    func redefine(_ newSchema: TableSchema) {
-        let width = newSchema.columns.count
-        if width > schema.columns.count {
-            for s in slots.indices where !slots[s].isEmpty && slots[s].count < width {
-                slots[s].append(contentsOf: repeatElement(Value.null, count: width - slots[s].count))
-            }
+    /// The item `q` returns for `slot`: the projected columns under their defined names.
+    func project(_ slot: Int, _ q: ResolvedQuery) -> Item {
+        var values: [String: Value] = Dictionary(minimumCapacity: q.projection.count)
+        for n in q.projection { values[schema.columns[n].name] = columns[n].value(slot) }
+        return Item(values)
+    }
+
+    // MARK: Orders
+
+    /// Orders two slots by their ids (NOCASE for strings), as every index breaks ties.
+    @inline(__always) func compareIds(_ a: UInt32, _ b: UInt32) -> Int {
+        idColumn.compare(Int(a), Int(b), noCase: true)
+    }
+
+    /// The order of the index of column `n`: value, then id.
+    func columnOrder(_ n: Int) -> (UInt32, UInt32) -> Int {
+        let column = columns[n]
+        let id = idColumn
+        return { a, b in
+            let c = column.compare(Int(a), Int(b), noCase: false)
+            return c != 0 ? c : id.compare(Int(a), Int(b), noCase: true)
         }
+    }
+
+    /// The order of `idOrder`.
+    func idOrdering() -> (UInt32, UInt32) -> Int {
+        let id = idColumn
+        return { a, b in id.compare(Int(a), Int(b), noCase: true) }
+    }
+
+    /// The order of a compound index: each component ascending or descending (nulls then last), then id.
+    func compoundOrder(_ c: CompoundIndex) -> (UInt32, UInt32) -> Int {
+        let parts = zip(c.columns, c.descending).map { (columns[$0.0], $0.1) }
+        let id = idColumn
+        return { a, b in
+            for (column, descending) in parts {
+                let r = column.compare(Int(a), Int(b), noCase: false)
+                if r != 0 { return descending ? -r : r }
+            }
+            return id.compare(Int(a), Int(b), noCase: true)
+        }
+    }
+
+    /// A probe for a compound-index bound: compares an entry with `values` on the first components and
+    /// places the bound before (`edge` -1) or after (+1) every entry starting with them.
+    func compoundProbe(_ c: CompoundIndex, _ values: [Value], edge: Int) -> (UInt32) -> Int {
+        let parts = values.indices.map { (columns[c.columns[$0]], c.descending[$0], values[$0]) }
+        return { e in
+            for (column, descending, v) in parts {
+                let r = column.compare(Int(e), v, noCase: false)
+                if r != 0 { return descending ? -r : r }
+            }
+            return -edge
+        }
+    }
+
+    /// A probe for a bound of the index of column `n`: before (`edge` -1) or after (+1) the entries of `v`.
+    func valueProbe(_ n: Int, _ v: Value, edge: Int) -> (UInt32) -> Int {
+        let column = columns[n]
+        return { e in
+            let r = column.compare(Int(e), v, noCase: false)
+            return r != 0 ? r : -edge
+        }
+    }
+
+    // MARK: Writing
+
+    /// Adopts a merged schema: adds null columns and builds indexes for newly indexed columns.
+    func redefine(_ newSchema: TableSchema) {
+        for c in newSchema.columns.dropFirst(columns.count) { columns.append(MemColumn(type: c.type, count: live.count)) }
         schema = newSchema
         for (n, c) in newSchema.columns.enumerated() where c.indexed && n != newSchema.idIndex && indexes[n] == nil {
-            var tree = BTree<IndexEntry>()
-            for (slot, row) in slots.enumerated() where !row.isEmpty {
-                tree.insert(IndexEntry(row[n], row[newSchema.idIndex], slot: slot))
-            }
+            let tree = SlotTree()
+            let order = columnOrder(n)
+            for slot in live.indices where live[slot] { tree.insert(UInt32(slot), by: order) }
             indexes[n] = tree
         }
         indexedColumns = indexes.keys.sorted()
         for index in newSchema.indexes where !compound.contains(where: { $0.index.hasSameKeys(as: index) }) {
-            guard var c = CompoundIndex(index, schema: newSchema) else { continue }
-            for (slot, row) in slots.enumerated() where !row.isEmpty { c.tree.insert(c.entry(row, newSchema.idIndex, slot: slot)) }
+            guard let c = CompoundIndex(index, schema: newSchema) else { continue }
+            let order = compoundOrder(c)
+            for slot in live.indices where live[slot] { c.tree.insert(UInt32(slot), by: order) }
             compound.append(c)
         }
     }
 
-    /// Replaces (or removes, for `nil`) the row stored under `key`, keeping the indexes in step.
-    func set(_ key: Key, _ row: [Value]?) {
-        let idIndex = schema.idIndex
-        if let slot = slotByKey[key] {
-            let old = slots[slot]
-            // Iterate over the keys, not the dictionary: an iterator would hold a copy of `indexes` and
-            // force copy-on-write of every tree it changes.
-            for n in indexedColumns {
-                if let row, old[n] == row[n], old[idIndex] == row[idIndex] { continue }
-                indexes[n]?.remove(IndexEntry(old[n], old[idIndex], slot: slot))
-                if let row { indexes[n]?.insert(IndexEntry(row[n], row[idIndex], slot: slot)) }
-            }
-            for c in compound.indices {
-                if let row, old[idIndex] == row[idIndex], compound[c].columns.allSatisfy({ old[$0] == row[$0] }) { continue }
-                compound[c].tree.remove(compound[c].entry(old, idIndex, slot: slot))
-                if let row { compound[c].tree.insert(compound[c].entry(row, idIndex, slot: slot)) }
-            }
-            if let row {
-                if old[idIndex] != row[idIndex] {
-                    idOrder.remove(IndexEntry(.null, old[idIndex], slot: slot))
-                    idOrder.insert(IndexEntry(.null, row[idIndex], slot: slot))
-                }
-                slots[slot] = row
-            } else {
-                idOrder.remove(IndexEntry(.null, old[idIndex], slot: slot))
-                slots[slot] = []
-                freeSlots.append(slot)
-                slotByKey[key] = nil
-            }
-        } else if let row {
-            let slot: Int
-            if let free = freeSlots.popLast() {
-                slot = free
-                slots[slot] = row
-            } else {
-                slot = slots.count
-                slots.append(row)
-            }
-            slotByKey[key] = slot
-            for n in indexedColumns { indexes[n]?.insert(IndexEntry(row[n], row[idIndex], slot: slot)) }
-            for c in compound.indices { compound[c].tree.insert(compound[c].entry(row, idIndex, slot: slot)) }
-            idOrder.insert(IndexEntry(.null, row[idIndex], slot: slot))
+    /// Writes a new row (null except `assignments`, which set the id) into a free slot; returns the slot.
+    func insert(_ assignments: [PreparedItem.Assignment]) -> Int {
+        let slot: Int
+        if let free = freeSlots.popLast() {
+            slot = free
+        } else {
+            slot = live.count
+            live.append(false)
+            for c in columns { c.grow(to: slot + 1) }
         }
+        for a in assignments { columns[a.column].set(slot, a.value) }
+        link(slot)
+        return slot
+    }
+
+    /// Sets `assignments` in the live row `slot`; returns the previous values of the columns that changed.
+    func update(_ slot: Int, _ assignments: [PreparedItem.Assignment]) -> [PreparedItem.Assignment] {
+        var before: [PreparedItem.Assignment] = []
+        for a in assignments where !columns[a.column].holds(slot, a.value) {
+            before.append(PreparedItem.Assignment(column: a.column, value: columns[a.column].value(slot)))
+        }
+        guard !before.isEmpty else { return [] }
+        let changed = Set(before.map(\.column))
+        let idChanged = changed.contains(schema.idIndex)
+        // Out of the indexes whose order the change may move it in (compared with the old values), written,
+        // then back in.
+        let single = indexedColumns.filter { idChanged || changed.contains($0) }
+        let multi = compound.filter { c in idChanged || c.columns.contains { changed.contains($0) } }
+        for n in single { indexes[n]?.remove(UInt32(slot), by: columnOrder(n)) }
+        for c in multi { c.tree.remove(UInt32(slot), by: compoundOrder(c)) }
+        if idChanged { idOrder.remove(UInt32(slot), by: idOrdering()) }
+        for a in assignments where changed.contains(a.column) { columns[a.column].set(slot, a.value) }
+        for n in single { indexes[n]?.insert(UInt32(slot), by: columnOrder(n)) }
+        for c in multi { c.tree.insert(UInt32(slot), by: compoundOrder(c)) }
+        if idChanged { idOrder.insert(UInt32(slot), by: idOrdering()) }
+        return before
+    }
+
+    /// Takes the live row `slot` out of the id map and the indexes. Its values stay until ``release(_:)``
+    /// (at commit), so ``link(_:)`` can bring it back.
+    func unlink(_ slot: Int) {
+        let s = UInt32(slot)
+        for n in indexedColumns { indexes[n]?.remove(s, by: columnOrder(n)) }
+        for c in compound { c.tree.remove(s, by: compoundOrder(c)) }
+        idOrder.remove(s, by: idOrdering())
+        ids.remove(slot, column: idColumn)
+        live[slot] = false
+    }
+
+    /// Puts the row in `slot` (written, not live) into the id map and the indexes.
+    func link(_ slot: Int) {
+        let s = UInt32(slot)
+        live[slot] = true
+        ids.insert(slot, column: idColumn)
+        for n in indexedColumns { indexes[n]?.insert(s, by: columnOrder(n)) }
+        for c in compound { c.tree.insert(s, by: compoundOrder(c)) }
+        idOrder.insert(s, by: idOrdering())
+    }
+
+    /// Frees the unlinked `slot`: clears its values and puts it on the free list.
+    func release(_ slot: Int) {
+        for c in columns { c.set(slot, .null) }
+        freeSlots.append(slot)
+    }
+
+    /// Rewrites string and binary arenas whose garbage outweighs their live bytes.
+    func compact() {
+        for c in columns { c.compactIfWorthIt() }
+    }
+
+    /// Heap bytes held by the table's columns, id map and slot bookkeeping (not the index trees), for
+    /// diagnostics.
+    var heapBytes: Int {
+        columns.reduce(0) { $0 + $1.heapBytes } + live.capacity + freeSlots.capacity * 8 + ids.heapBytes
     }
 
     // MARK: Planning
@@ -670,8 +770,8 @@ final class MemTable {
         var total = 0.0
         for r in ranges {
             guard r.prefix == nil else { return nil }
-            let low = r.lower.map { tree.estimatedRank(of: IndexEntry(bound: $0, edge: r.lowerInclusive ? -1 : 1)) } ?? 0
-            let high = r.upper.map { tree.estimatedRank(of: IndexEntry(bound: $0, edge: r.upperInclusive ? 1 : -1)) }
+            let low = r.lower.map { tree.estimatedRank(valueProbe(column, $0, edge: r.lowerInclusive ? -1 : 1)) } ?? 0
+            let high = r.upper.map { tree.estimatedRank(valueProbe(column, $0, edge: r.upperInclusive ? 1 : -1)) }
                 ?? Double(tree.count)
             total += max(0, high - low)
         }
@@ -717,72 +817,97 @@ final class MemTable {
         }
     }
 
-    /// Selects the rows `q` returns (not projected) and the number of matches.
-    func run(_ q: ResolvedQuery) -> (rows: [[Value]], count: Int) {
+    // MARK: Running
+
+    /// Orders two slots by `keys`.
+    func compare(_ a: Int, _ b: Int, by keys: [ResolvedSortKey]) -> Int {
+        for key in keys {
+            let c = columns[key.column].compare(a, b, noCase: key.noCase)
+            if c != 0 { return key.descending ? -c : c }
+        }
+        return 0
+    }
+
+    /// Orders `matched` (slots that passed the filter) by the query's sort and applies skip and top.
+    private func select(_ matched: [Int], _ q: ResolvedQuery) -> (slots: [Int], count: Int) {
+        var top = TopSlots(q, self)
+        for s in matched { top.add(s) }
+        return top.result()
+    }
+
+    /// Selects the slots of the rows `q` returns, in order, and the number of matches.
+    func run(_ q: ResolvedQuery) -> (slots: [Int], count: Int) {
+        let filter = SlotFilter(q.predicate, self)
         switch plan(for: q) {
         case .ids(let ids):
             var seen = Set<Int>()
-            var candidates: [[Value]] = []
+            var matched: [Int] = []
             for id in ids {
-                if let slot = slotByKey[MemTable.key(id)], ids.count == 1 || seen.insert(slot).inserted {
-                    candidates.append(slots[slot])
-                }
+                if let s = slot(of: id), ids.count == 1 || seen.insert(s).inserted, filter.matches(s) { matched.append(s) }
             }
-            return q.select(candidates)
+            return select(matched, q)
         case .indexRange(let n, let ranges):
+            guard let tree = indexes[n] else { return scan(q, filter) }
             var seen = Set<Int>()
-            var candidates: [[Value]] = []
-            guard let tree = indexes[n] else { return scan(q) }
+            var matched: [Int] = []
+            let column = columns[n]
             for r in ranges {
-                let start = r.lower.map { IndexEntry(bound: $0, edge: r.lowerInclusive ? -1 : 1) }
-                tree.forEach(ascendingFrom: start, inclusive: true) { entry in
+                let start = r.lower.map { valueProbe(n, $0, edge: r.lowerInclusive ? -1 : 1) }
+                let prefix = r.prefix.map { Array($0.utf8) }
+                tree.forEach(ascendingFrom: start, inclusive: true) { e in
+                    let slot = Int(e)
                     if let upper = r.upper {
-                        let c = Collation.compare(entry.value, upper)
+                        let c = column.compare(slot, upper, noCase: false)
                         if c > 0 || (c == 0 && !r.upperInclusive) { return false }
                     }
-                    if let prefix = r.prefix {
-                        guard case .string(let s) = entry.value, s.utf8.starts(with: prefix.utf8) else { return false }
+                    if let prefix {
+                        guard column.type == .string, column.state[slot] != 0,
+                            column.withBytes(slot, { $0.starts(with: prefix) })
+                        else { return false }
                     }
                     // One range visits a row once; several (an IN list) may meet it again.
-                    if ranges.count == 1 || seen.insert(entry.slot).inserted { candidates.append(slots[entry.slot]) }
+                    if ranges.count == 1 || seen.insert(slot).inserted, filter.matches(slot) { matched.append(slot) }
                     return true
                 }
             }
-            return q.select(candidates)
+            return select(matched, q)
         case .ordered(let n, let descending):
-            guard let tree = indexes[n], let top = q.top else { return scan(q) }
+            guard let tree = indexes[n], let top = q.top else { return scan(q, filter) }
             let wanted = q.skip.addingReportingOverflow(top)
-            if wanted.overflow { return scan(q) }
+            if wanted.overflow { return scan(q, filter) }
             // Walk the index in the first key's order, one group of equal values at a time; sort each
             // group by the full order (later keys, then id) and stop once skip + top rows are out.
-            // Locals, not `q`: a closure using `q` would copy the whole query on every call.
             let keys = q.sort
-            let predicate = RowTest(q.predicate)
-            var out: [[Value]] = []
-            var group: [[Value]] = []
-            var groupValue: Value? = nil
+            let column = columns[n]
+            var out: [Int] = []
+            var group: [Int] = []
+            var previous = -1
             func flush() {
-                if group.count > 1 { group.sort { ResolvedQuery.compare($0, $1, by: keys) < 0 } }
+                if group.count > 1 { group.sort { compare($0, $1, by: keys) < 0 } }
                 out.append(contentsOf: group)
                 group.removeAll(keepingCapacity: true)
             }
-            // A non-escaping closure and a local `slots`: no dynamic exclusivity checks per entry.
-            let slots = self.slots
-            MemTable.walk(tree, descending: descending) { entry in
-                if let g = groupValue, Collation.compare(g, entry.value) != 0 {
+            let visit: (UInt32) -> Bool = { e in
+                let slot = Int(e)
+                if previous >= 0, column.compare(previous, slot, noCase: false) != 0 {
                     flush()
                     if out.count >= wanted.partialValue { return false }
                 }
-                groupValue = entry.value
-                let row = slots[entry.slot]
-                if predicate.matches(row) { group.append(row) }
+                previous = slot
+                if filter.matches(slot) { group.append(slot) }
                 return true
+            }
+            if descending {
+                tree.forEach(descendingFrom: nil, inclusive: true, visit)
+            } else {
+                tree.forEach(ascendingFrom: nil, inclusive: true, visit)
             }
             flush()
             return (Array(out.dropFirst(q.skip).prefix(top)), out.count)
         case .idRange(let r):
-            // Entries of `idOrder` hold the id in `id`; bounds compare ids with the id column's rule.
-            var candidates: [[Value]] = []
+            // Bounds compare ids with the id column's rule (NOCASE for strings).
+            var matched: [Int] = []
+            let id = idColumn
             let noCase = schema.idType == .string
             // Sorted by id ascending with top: stop once skip + top matching rows are collected.
             var limit = Int.max
@@ -793,49 +918,50 @@ final class MemTable {
                 if !w.overflow { limit = w.partialValue }
             }
             if limit == 0 { return ([], 0) }
-            let start = r.lower.flatMap { $0.isNull ? nil : IndexEntry(.null, $0) }
-            let predicate = RowTest(q.predicate)
-            idOrder.forEach(ascendingFrom: start, inclusive: r.lowerInclusive) { entry in
+            var start: ((UInt32) -> Int)? = nil
+            if let lower = r.lower, !lower.isNull { start = { e in id.compare(Int(e), lower, noCase: true) } }
+            idOrder.forEach(ascendingFrom: start, inclusive: r.lowerInclusive) { e in
+                let slot = Int(e)
                 if let upper = r.upper {
-                    let c = Collation.compare(entry.id, upper, noCase: noCase)
+                    let c = id.compare(slot, upper, noCase: noCase)
                     if c > 0 || (c == 0 && !r.upperInclusive) { return false }
                 }
-                let row = slots[entry.slot]
-                if predicate.matches(row) { candidates.append(row) }
-                return candidates.count < limit
+                if filter.matches(slot) { matched.append(slot) }
+                return matched.count < limit
             }
-            return q.select(candidates)
+            return select(matched, q)
         case .idOrdered(let descending):
-            guard let top = q.top else { return scan(q) }
+            guard let top = q.top else { return scan(q, filter) }
             let wanted = q.skip.addingReportingOverflow(top)
-            if wanted.overflow { return scan(q) }
-            var out: [[Value]] = []
-            let predicate = RowTest(q.predicate)
+            if wanted.overflow { return scan(q, filter) }
+            var out: [Int] = []
             // The walk reads rows in id order, which is random memory order. When the filter passes few
             // rows it would read most of the table that way; past a budget, a scan in memory order (with
             // a top-k heap) is cheaper, so give up the walk and scan.
-            var budget = Int.max
-            if case .general(.constant(true)) = predicate {} else { budget = max(wanted.partialValue * 16, rowCount / 8) }
+            var budget = filter.isAlwaysTrue ? Int.max : max(wanted.partialValue * 16, rowCount / 8)
             var exhausted = false
-            let slots = self.slots
             if wanted.partialValue > 0 {
-                MemTable.walk(idOrder, descending: descending) { entry in
+                let visit: (UInt32) -> Bool = { e in
                     budget -= 1
                     if budget < 0 {
                         exhausted = true
                         return false
                     }
-                    let row = slots[entry.slot]
-                    if predicate.matches(row) { out.append(row) }
+                    if filter.matches(Int(e)) { out.append(Int(e)) }
                     return out.count < wanted.partialValue
                 }
+                if descending {
+                    idOrder.forEach(descendingFrom: nil, inclusive: true, visit)
+                } else {
+                    idOrder.forEach(ascendingFrom: nil, inclusive: true, visit)
+                }
             }
-            if exhausted { return scan(q) }
+            if exhausted { return scan(q, filter) }
             return (Array(out.dropFirst(q.skip).prefix(top)), out.count)
         case .scan:
-            return scan(q)
+            return scan(q, filter)
         case .compound(let n, let range, let order, let countOnly, _):
-            return runCompound(q, compound[n], range, order: order, countOnly: countOnly)
+            return runCompound(q, filter, compound[n], range, order: order, countOnly: countOnly)
         }
     }
 
@@ -843,9 +969,10 @@ final class MemTable {
     /// descending walk) and counts them, collects their rows, or — walking in the sort's order —
     /// groups them by the first `groupComponents` values, sorts each group by the full order and
     /// stops once skip + top rows are out.
-    private func runCompound(_ q: ResolvedQuery, _ c: CompoundIndex, _ range: CompoundRange, order: CompoundOrder?, countOnly: Bool)
-        -> (rows: [[Value]], count: Int)
-    {
+    private func runCompound(
+        _ q: ResolvedQuery, _ filter: SlotFilter, _ c: CompoundIndex, _ range: CompoundRange, order: CompoundOrder?,
+        countOnly: Bool
+    ) -> (slots: [Int], count: Int) {
         // Tree-order bounds: a descending component holds its values in reverse, so its value range
         // starts at `upper`.
         let k = range.equal.count
@@ -853,266 +980,362 @@ final class MemTable {
         let first: (Value?, Bool) = reversed ? (range.upper, range.upperInclusive) : (range.lower, range.lowerInclusive)
         let last: (Value?, Bool) = reversed ? (range.lower, range.lowerInclusive) : (range.upper, range.upperInclusive)
         // `start` sorts just before the first entry of the range, `end` just after the last one.
-        let start: CompoundEntry? = first.0.map { c.bound(range.equal + [$0], edge: first.1 ? -1 : 1) }
-            ?? (k > 0 ? c.bound(range.equal, edge: -1) : nil)
-        let end: CompoundEntry? = last.0.map { c.bound(range.equal + [$0], edge: last.1 ? 1 : -1) }
-            ?? (k > 0 ? c.bound(range.equal, edge: 1) : nil)
-        let slots = self.slots
+        let start: ((UInt32) -> Int)? = first.0.map { compoundProbe(c, range.equal + [$0], edge: first.1 ? -1 : 1) }
+            ?? (k > 0 ? compoundProbe(c, range.equal, edge: -1) : nil)
+        let end: ((UInt32) -> Int)? = last.0.map { compoundProbe(c, range.equal + [$0], edge: last.1 ? 1 : -1) }
+            ?? (k > 0 ? compoundProbe(c, range.equal, edge: 1) : nil)
         if countOnly {
             var n = 0
-            c.tree.forEach(ascendingFrom: start, inclusive: true) { entry in
-                if let end, CompoundEntry.compare(entry, end) > 0 { return false }
+            c.tree.forEach(ascendingFrom: start, inclusive: true) { e in
+                if let end, end(e) > 0 { return false }
                 n += 1
                 return true
             }
             return ([], n)
         }
-        let predicate = RowTest(q.predicate)
         guard let order, let top = q.top else {
-            var candidates: [[Value]] = []
-            c.tree.forEach(ascendingFrom: start, inclusive: true) { entry in
-                if let end, CompoundEntry.compare(entry, end) > 0 { return false }
-                let row = slots[entry.slot]
-                if predicate.matches(row) { candidates.append(row) }
+            var matched: [Int] = []
+            c.tree.forEach(ascendingFrom: start, inclusive: true) { e in
+                if let end, end(e) > 0 { return false }
+                if filter.matches(Int(e)) { matched.append(Int(e)) }
                 return true
             }
-            return q.select(candidates)
+            return select(matched, q)
         }
         let wanted = q.skip.addingReportingOverflow(top)
-        if wanted.overflow { return q.select(candidates(c, start, end)) }
+        if wanted.overflow {
+            var matched: [Int] = []
+            c.tree.forEach(ascendingFrom: start, inclusive: true) { e in
+                if let end, end(e) > 0 { return false }
+                if filter.matches(Int(e)) { matched.append(Int(e)) }
+                return true
+            }
+            return select(matched, q)
+        }
         if wanted.partialValue == 0 { return ([], 0) }
         let keys = q.sort
-        let g = order.groupComponents
-        var out: [[Value]] = []
-        var group: [[Value]] = []
-        var groupEntry: CompoundEntry? = nil
+        let groupColumns = c.columns.prefix(order.groupComponents).map { columns[$0] }
+        var out: [Int] = []
+        var group: [Int] = []
+        var previous = -1
         func flush() {
-            if group.count > 1 { group.sort { ResolvedQuery.compare($0, $1, by: keys) < 0 } }
+            if group.count > 1 { group.sort { compare($0, $1, by: keys) < 0 } }
             out.append(contentsOf: group)
             group.removeAll(keepingCapacity: true)
         }
-        func visit(_ entry: CompoundEntry) -> Bool {
-            if let ge = groupEntry, !ge.samePrefix(entry, g) {
+        func visit(_ slot: Int) -> Bool {
+            if previous >= 0, groupColumns.contains(where: { $0.compare(previous, slot, noCase: false) != 0 }) {
                 flush()
                 if out.count >= wanted.partialValue { return false }
             }
-            groupEntry = entry
-            let row = slots[entry.slot]
-            if predicate.matches(row) { group.append(row) }
+            previous = slot
+            if filter.matches(slot) { group.append(slot) }
             return true
         }
         if order.descending {
-            c.tree.forEach(descendingFrom: end, inclusive: true) { entry in
-                if let start, CompoundEntry.compare(entry, start) < 0 { return false }
-                return visit(entry)
+            c.tree.forEach(descendingFrom: end, inclusive: true) { e in
+                if let start, start(e) < 0 { return false }
+                return visit(Int(e))
             }
         } else {
-            c.tree.forEach(ascendingFrom: start, inclusive: true) { entry in
-                if let end, CompoundEntry.compare(entry, end) > 0 { return false }
-                return visit(entry)
+            c.tree.forEach(ascendingFrom: start, inclusive: true) { e in
+                if let end, end(e) > 0 { return false }
+                return visit(Int(e))
             }
         }
         flush()
         return (Array(out.dropFirst(q.skip).prefix(top)), out.count)
     }
 
-    /// Every row of the compound index between `start` and `end`.
-    private func candidates(_ c: CompoundIndex, _ start: CompoundEntry?, _ end: CompoundEntry?) -> [[Value]] {
-        var rows: [[Value]] = []
-        c.tree.forEach(ascendingFrom: start, inclusive: true) { entry in
-            if let end, CompoundEntry.compare(entry, end) > 0 { return false }
-            rows.append(slots[entry.slot])
-            return true
-        }
-        return rows
-    }
-
-    /// Visits every entry of `tree` in ascending or descending order until `body` returns false.
-    private static func walk(_ tree: BTree<IndexEntry>, descending: Bool, _ body: (IndexEntry) -> Bool) {
-        if descending {
-            tree.forEach(descendingFrom: nil, inclusive: true, body)
-        } else {
-            tree.forEach(ascendingFrom: nil, inclusive: true, body)
-        }
-    }
-
-    /// Runs `q` over every row, testing the rows in place: only matching rows are copied out.
-    private func scan(_ q: ResolvedQuery) -> (rows: [[Value]], count: Int) {
-        let test = RowTest(q.predicate)
+    /// Runs `q` over every live row in slot order, testing values in place.
+    private func scan(_ q: ResolvedQuery, _ filter: SlotFilter) -> (slots: [Int], count: Int) {
         if q.top == 0 {
             guard q.includeTotalCount else { return ([], 0) }
             var count = 0
-            slots.withUnsafeBufferPointer { buffer in
-                for i in buffer.indices where !buffer[i].isEmpty && test.matches(buffer[i]) { count += 1 }
-            }
+            filter.scan(live) { _ in count += 1 }
             return ([], count)
         }
-        var matched: [[Value]] = []
-        slots.withUnsafeBufferPointer { buffer in
-            for i in buffer.indices where !buffer[i].isEmpty && test.matches(buffer[i]) { matched.append(buffer[i]) }
-        }
-        return q.select(matched)
+        var top = TopSlots(q, self)
+        filter.scan(live) { top.add($0) }
+        return top.result()
     }
 }
 
-/// A filter for a scan: the commonest shapes (a boolean or integer column against a literal) tested inline,
-/// so the loop stays small enough for the processor to overlap the memory reads of several rows; anything
-/// else through ``ResolvedPredicate/matches(_:)``. Same results: a null column matches no comparison.
-private enum RowTest {
-    case bool(column: Int, equal: Bool, to: Bool)
-    case int(column: Int, QueryPredicate.ComparisonOperator, Int64)
-    /// A case-sensitive string test of a column against a literal (boxed: a one-pointer payload
-    /// keeps the other cases' scan loops as cheap as without it).
-    case string(StringTest)
-    case general(ResolvedPredicate)
+/// The rows a query keeps while they are found: every match, or with `top` only the first `skip + top` in
+/// the query's order (a bounded max-heap), then ordered, skipped and cut by ``result()``.
+private struct TopSlots {
+    let table: MemTable
+    let keys: [ResolvedSortKey]
+    let skip: Int
+    let top: Int?
+    /// `skip + top` when it is finite.
+    let limit: Int?
+    var slots: [Int] = []
+    var count = 0
 
-    init(_ p: ResolvedPredicate) {
+    init(_ q: ResolvedQuery, _ table: MemTable) {
+        self.table = table
+        keys = q.sort
+        skip = q.skip
+        top = q.top
+        if let top = q.top {
+            let w = q.skip.addingReportingOverflow(top)
+            limit = w.overflow ? nil : w.partialValue
+        } else {
+            limit = nil
+        }
+    }
+
+    @inline(__always) private func less(_ a: Int, _ b: Int) -> Bool { table.compare(a, b, by: keys) < 0 }
+
+    mutating func add(_ slot: Int) {
+        count += 1
+        guard let limit else {
+            slots.append(slot)
+            return
+        }
+        if limit == 0 { return }
+        if slots.count < limit {
+            // Sift up (max-heap: the worst kept row at the root).
+            slots.append(slot)
+            var i = slots.count - 1
+            while i > 0 {
+                let parent = (i - 1) / 2
+                guard less(slots[parent], slots[i]) else { break }
+                slots.swapAt(parent, i)
+                i = parent
+            }
+        } else if less(slot, slots[0]) {
+            slots[0] = slot
+            var i = 0
+            while true {
+                let l = 2 * i + 1
+                let r = l + 1
+                var largest = i
+                if l < slots.count, less(slots[largest], slots[l]) { largest = l }
+                if r < slots.count, less(slots[largest], slots[r]) { largest = r }
+                if largest == i { break }
+                slots.swapAt(i, largest)
+                i = largest
+            }
+        }
+    }
+
+    func result() -> (slots: [Int], count: Int) {
+        var sorted = slots
+        sorted.sort { less($0, $1) }
+        var kept = sorted.dropFirst(skip)
+        if let top { kept = kept.prefix(top) }
+        return (Array(kept), count)
+    }
+}
+
+/// A query's filter, tested on a row's slot: the common shapes (a boolean, integer, double or date column
+/// against a literal, a case-sensitive string test, a null test, and/or/not of those) read the column storage
+/// in place; anything else decodes only the columns it reads and goes through ``ResolvedPredicate/matches(_:)``.
+/// Same results as ``ResolvedPredicate/matches(_:)`` on the decoded row: a null matches no comparison.
+///
+/// One per query run (it holds a decoding buffer); not shared between threads.
+final class SlotFilter {
+    private indirect enum Test {
+        case constant(Bool)
+        case and([Test])
+        case or([Test])
+        case not(Test)
+        case bool(MemColumn, equal: Bool, to: Bool)
+        case int(MemColumn, QueryPredicate.ComparisonOperator, Int64)
+        case real(MemColumn, QueryPredicate.ComparisonOperator, Double)
+        case string(MemColumn, QueryPredicate.StringOperator, [UInt8])
+        case null(MemColumn, isNull: Bool)
+        case general(ResolvedPredicate)
+    }
+
+    private let test: Test
+    private let columns: [MemColumn]
+    /// The columns the general tests read, decoded into `buffer` once per slot.
+    private let needed: [Int]
+    private var buffer: [Value]
+    private var decoded = -1
+
+    init(_ p: ResolvedPredicate, _ table: MemTable) {
+        columns = table.columns
+        var needed = Set<Int>()
+        test = Self.compile(p, table.columns, &needed)
+        self.needed = needed.sorted()
+        buffer = needed.isEmpty ? [] : [Value](repeating: .null, count: table.columns.count)
+    }
+
+    /// Whether the filter passes every row.
+    var isAlwaysTrue: Bool {
+        if case .constant(true) = test { return true }
+        return false
+    }
+
+    private static func compile(_ p: ResolvedPredicate, _ columns: [MemColumn], _ needed: inout Set<Int>) -> Test {
         switch p {
+        case .constant(let b): return .constant(b)
+        case .and(let ps): return .and(ps.map { compile($0, columns, &needed) })
+        case .or(let ps): return .or(ps.map { compile($0, columns, &needed) })
+        case .not(let q): return .not(compile(q, columns, &needed))
         case .compare(.column(let n, .boolean, _), let op, .literal(.bool(let v), _), _) where op == .equal || op == .notEqual:
-            self = .bool(column: n, equal: op == .equal, to: v)
+            return .bool(columns[n], equal: op == .equal, to: v)
         case .compare(.column(let n, .integer, _), let op, .literal(.int(let v), _), _):
-            self = .int(column: n, op, v)
+            return .int(columns[n], op, v)
+        case .compare(.column(let n, .double, _), let op, .literal(.double(let v), _), _):
+            return .real(columns[n], op, v)
+        case .compare(.column(let n, .double, _), let op, .literal(.int(let v), _), _):
+            return .real(columns[n], op, Double(v))
+        case .compare(.column(let n, .date, _), let op, .literal(.date(let d), _), _):
+            return .real(columns[n], op, d.timeIntervalSinceReferenceDate)
         case .string(let op, .column(let n, .string, false), .literal(.string(let pattern), _), false):
-            self = .string(StringTest(op: op, column: n, pattern: pattern))
+            return .string(columns[n], op, Array(pattern.utf8))
+        case .isNull(.column(let n, _, _)): return .null(columns[n], isNull: true)
+        case .isNotNull(.column(let n, _, _)): return .null(columns[n], isNull: false)
         default:
-            self = .general(p)
+            collectColumns(p, &needed)
+            return .general(p)
         }
     }
 
-    @inline(__always) func matches(_ row: [Value]) -> Bool {
-        switch self {
-        case .bool(let n, let equal, let v):
-            guard case .bool(let b) = row[n] else { return false }
-            return (b == v) == equal
-        case .int(let n, let op, let v):
-            guard case .int(let x) = row[n] else { return false }
-            switch op {
-            case .equal: return x == v
-            case .notEqual: return x != v
-            case .less: return x < v
-            case .lessOrEqual: return x <= v
-            case .greater: return x > v
-            case .greaterOrEqual: return x >= v
-            }
-        case .string(let t):
-            return t.matches(row)
+    private static func collectColumns(_ p: ResolvedPredicate, _ out: inout Set<Int>) {
+        switch p {
+        case .constant: break
+        case .and(let ps), .or(let ps): for q in ps { collectColumns(q, &out) }
+        case .not(let q): collectColumns(q, &out)
+        case .compare(let a, _, let b, _), .string(_, let a, let b, _):
+            collectColumns(a, &out)
+            collectColumns(b, &out)
+        case .isNull(let e), .isNotNull(let e), .in(let e, _, _): collectColumns(e, &out)
+        }
+    }
+
+    private static func collectColumns(_ e: ResolvedExpression, _ out: inout Set<Int>) {
+        switch e {
+        case .column(let n, _, _): out.insert(n)
+        case .literal: break
+        case .arithmetic(_, let a, let b, _):
+            collectColumns(a, &out)
+            collectColumns(b, &out)
+        case .toLower(let a), .toUpper(let a), .length(let a): collectColumns(a, &out)
+        case .function(_, let args, _): for a in args { collectColumns(a, &out) }
+        }
+    }
+
+    /// Whether the row in `slot` passes.
+    func matches(_ slot: Int) -> Bool { evaluate(test, slot) }
+
+    private func evaluate(_ t: Test, _ slot: Int) -> Bool {
+        switch t {
+        case .constant(let b): return b
+        case .and(let ts):
+            for x in ts where !evaluate(x, slot) { return false }
+            return true
+        case .or(let ts):
+            for x in ts where evaluate(x, slot) { return true }
+            return false
+        case .not(let x): return !evaluate(x, slot)
+        case .bool(let c, let equal, let v):
+            let s = c.state[slot]
+            return s != 0 && ((s == 2) == v) == equal
+        case .int(let c, let op, let v):
+            guard c.state[slot] != 0 else { return false }
+            return Self.holds(op, Int64(bitPattern: c.words[slot]), v)
+        case .real(let c, let op, let v):
+            guard c.state[slot] != 0 else { return false }
+            return op.holds(for: Collation.cmp(Double(bitPattern: c.words[slot]), v))
+        case .string(let c, let op, let pattern):
+            guard c.state[slot] != 0 else { return false }
+            return c.withBytes(slot) { Self.stringTest(op, $0, pattern) }
+        case .null(let c, let isNull):
+            return (c.state[slot] == 0) == isNull
         case .general(let p):
-            return p.matches(row)
+            if decoded != slot {
+                for n in needed { buffer[n] = columns[n].value(slot) }
+                decoded = slot
+            }
+            return p.matches(buffer)
         }
     }
 
-    final class StringTest: Sendable {
-        let op: QueryPredicate.StringOperator
-        let column: Int
-        let pattern: String
-
-        init(op: QueryPredicate.StringOperator, column: Int, pattern: String) {
-            self.op = op
-            self.column = column
-            self.pattern = pattern
+    @inline(__always) private static func holds(_ op: QueryPredicate.ComparisonOperator, _ x: Int64, _ v: Int64) -> Bool {
+        switch op {
+        case .equal: return x == v
+        case .notEqual: return x != v
+        case .less: return x < v
+        case .lessOrEqual: return x <= v
+        case .greater: return x > v
+        case .greaterOrEqual: return x >= v
         }
+    }
 
-        func matches(_ row: [Value]) -> Bool {
-            guard case .string(let s) = row[column] else { return false }
-            switch op {
-            case .startsWith: return s.utf8.starts(with: pattern.utf8)
-            case .endsWith: return s.utf8.reversed().starts(with: pattern.utf8.reversed())
-            case .contains: return StringSearch.contains(s, pattern)
+    @inline(__always) private static func stringTest(
+        _ op: QueryPredicate.StringOperator, _ s: UnsafeRawBufferPointer, _ pattern: [UInt8]
+    ) -> Bool {
+        switch op {
+        case .startsWith: return s.starts(with: pattern)
+        case .endsWith: return s.count >= pattern.count && s.suffix(pattern.count).elementsEqual(pattern)
+        case .contains: return pattern.withUnsafeBytes { ByteSearch.contains(s, $0) }
+        }
+    }
+
+    /// Calls `body` with every live slot that passes, in slot order. The commonest single tests run in loops
+    /// over the column arrays themselves.
+    func scan(_ live: [Bool], _ body: (Int) -> Void) {
+        live.withUnsafeBufferPointer { live in
+            switch test {
+            case .bool(let c, let equal, let v):
+                let wanted: UInt8 = v ? 2 : 1
+                c.state.withUnsafeBufferPointer { state in
+                    for i in live.indices where live[i] {
+                        let s = state[i]
+                        if s != 0 && (s == wanted) == equal { body(i) }
+                    }
+                }
+            case .int(let c, let op, let v):
+                c.state.withUnsafeBufferPointer { state in
+                    c.words.withUnsafeBufferPointer { words in
+                        for i in live.indices where live[i] && state[i] != 0 && Self.holds(op, Int64(bitPattern: words[i]), v) { body(i) }
+                    }
+                }
+            case .string(let c, let op, let pattern):
+                c.state.withUnsafeBufferPointer { state in
+                    c.offsets.withUnsafeBufferPointer { offsets in
+                        c.lengths.withUnsafeBufferPointer { lengths in
+                            c.arena.withUnsafeBytes { arena in
+                                pattern.withUnsafeBytes { needle in
+                                    for i in live.indices where live[i] && state[i] != 0 {
+                                        let s = UnsafeRawBufferPointer(rebasing: arena[offsets[i]..<offsets[i] + Int(lengths[i])])
+                                        let hit: Bool
+                                        switch op {
+                                        case .contains: hit = ByteSearch.contains(s, needle)
+                                        case .startsWith: hit = s.starts(with: needle)
+                                        case .endsWith: hit = s.count >= needle.count && s.suffix(needle.count).elementsEqual(needle)
+                                        }
+                                        if hit { body(i) }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            default:
+                for i in live.indices where live[i] && matches(i) { body(i) }
             }
         }
     }
 }
 
-/// An entry of a column index: the column's value, then the row's id; `edge` makes a bound that
-/// sorts before (-1) or after (+1) every entry with the same value.
-struct IndexEntry: Comparable, Sendable {
-    let value: Value
-    let id: Value
-    /// The row's slot in its ``MemTable`` (not part of the order; -1 for a bound).
-    let slot: Int
-    let edge: Int8
-
-    init(_ value: Value, _ id: Value, slot: Int = -1) {
-        self.value = value
-        self.id = id
-        self.slot = slot
-        self.edge = 0
-    }
-
-    init(bound value: Value, edge: Int8) {
-        self.value = value
-        self.id = .null
-        self.slot = -1
-        self.edge = edge
-    }
-
-    static func < (l: IndexEntry, r: IndexEntry) -> Bool { compare(l, r) < 0 }
-    static func == (l: IndexEntry, r: IndexEntry) -> Bool { compare(l, r) == 0 }
-
-    static func compare(_ l: IndexEntry, _ r: IndexEntry) -> Int {
-        let c = Collation.compare(l.value, r.value)
-        if c != 0 { return c }
-        if l.edge != 0 || r.edge != 0 { return Int(l.edge) - Int(r.edge) }
-        return Collation.compare(l.id, r.id, noCase: true)
-    }
-}
-
-/// A compound index of a ``MemTable``: the column positions, their directions and the tree.
+/// A compound index of a ``MemTable``: the column positions, their directions and the tree of slots.
 struct CompoundIndex {
     let index: TableIndex
     let columns: [Int]
     let descending: [Bool]
-    /// Bit `i` set when component `i` is descending.
-    let mask: UInt32
-    var tree = BTree<CompoundEntry>()
+    let tree = SlotTree()
 
     init?(_ index: TableIndex, schema: TableSchema) {
-        guard let positions = schema.positions(of: index), !positions.isEmpty, positions.count <= 32 else { return nil }
+        guard let positions = schema.positions(of: index), !positions.isEmpty else { return nil }
         self.index = index
         columns = positions.map(\.column)
         descending = positions.map(\.descending)
-        var mask: UInt32 = 0
-        for (i, p) in positions.enumerated() where p.descending { mask |= 1 << UInt32(i) }
-        self.mask = mask
-    }
-
-    func entry(_ row: [Value], _ idIndex: Int, slot: Int) -> CompoundEntry {
-        CompoundEntry(values: columns.map { row[$0] }, id: row[idIndex], slot: slot, edge: 0, mask: mask)
-    }
-
-    /// A bound that sorts before (`edge` -1) or after (+1) every entry starting with `values`.
-    func bound(_ values: [Value], edge: Int8) -> CompoundEntry {
-        CompoundEntry(values: values, id: .null, slot: -1, edge: edge, mask: mask)
-    }
-}
-
-/// An entry of a compound index: the indexed values (each component ascending or, per `mask`,
-/// descending with nulls last), then the row's id (ascending, NOCASE). A bound holds a prefix of the
-/// values and an `edge` placing it before (-1) or after (+1) every entry with that prefix.
-struct CompoundEntry: Comparable, Sendable {
-    let values: [Value]
-    let id: Value
-    /// The row's slot in its ``MemTable`` (not part of the order; -1 for a bound).
-    let slot: Int
-    let edge: Int8
-    let mask: UInt32
-
-    static func < (l: CompoundEntry, r: CompoundEntry) -> Bool { compare(l, r) < 0 }
-    static func == (l: CompoundEntry, r: CompoundEntry) -> Bool { compare(l, r) == 0 }
-
-    static func compare(_ l: CompoundEntry, _ r: CompoundEntry) -> Int {
-        let n = min(l.values.count, r.values.count)
-        for i in 0..<n {
-            let c = Collation.compare(l.values[i], r.values[i])
-            if c != 0 { return l.mask & (1 << UInt32(i)) != 0 ? -c : c }
-        }
-        if l.edge != 0 || r.edge != 0 { return Int(l.edge) - Int(r.edge) }
-        return Collation.compare(l.id, r.id, noCase: true)
-    }
-
-    /// Whether the first `count` values of two entries are equal.
-    func samePrefix(_ other: CompoundEntry, _ count: Int) -> Bool {
-        for i in 0..<min(count, values.count, other.values.count) where Collation.compare(values[i], other.values[i]) != 0 { return false }
-        return true
     }
 }
