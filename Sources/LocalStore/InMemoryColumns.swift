@@ -22,16 +22,22 @@ import Darwin
 /// the live bytes.
 ///
 /// Not thread-safe by itself: guarded by its store's readers-writer lock like the rest of a ``MemTable``.
+///
+/// The arrays opt out of Swift's dynamic exclusivity checks (`@exclusivity(unchecked)`), which cost more than
+/// the reads they guard on every scanned value. Static checks still apply, and the dynamic ones could only
+/// catch an access overlapping a modification on the same thread: every modification here is a single
+/// statement of this class's own methods, which access nothing else meanwhile, and other threads are kept
+/// out by the store's lock (readers only read; the writer runs alone).
 final class MemColumn {
     let type: ColumnType
-    private(set) var state: [UInt8] = []
-    private(set) var words: [UInt64] = []
-    private(set) var offsets: [Int] = []
-    private(set) var lengths: [UInt32] = []
-    private(set) var arena: [UInt8] = []
-    private(set) var others: [Value] = []
+    @exclusivity(unchecked) private(set) var state: [UInt8] = []
+    @exclusivity(unchecked) private(set) var words: [UInt64] = []
+    @exclusivity(unchecked) private(set) var offsets: [Int] = []
+    @exclusivity(unchecked) private(set) var lengths: [UInt32] = []
+    @exclusivity(unchecked) private(set) var arena: [UInt8] = []
+    @exclusivity(unchecked) private(set) var others: [Value] = []
     /// Bytes of ``arena`` no slot refers to any more.
-    private(set) var garbage = 0
+    @exclusivity(unchecked) private(set) var garbage = 0
 
     init(type: ColumnType, count: Int) {
         self.type = type

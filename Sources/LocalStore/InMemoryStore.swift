@@ -213,7 +213,8 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
     fileprivate func readUnlocked(_ query: Query) throws -> ReadResult {
         let (t, q) = try resolve(query)
         let selected = t.run(q)
-        return ReadResult(items: selected.slots.map { t.project($0, q) }, totalCount: q.includeTotalCount ? selected.count : nil)
+        let builder = ItemBuilder(t, columns: q.projection)
+        return ReadResult(items: selected.slots.map(builder.item), totalCount: q.includeTotalCount ? selected.count : nil)
     }
 
     /// The transaction handed to a `write {}` body. Logs how to undo every row change it makes so that a
@@ -328,7 +329,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
         func delete(matching query: Query) throws {
             try check()
             let (t, q) = try store.resolve(query)
-            let slots = t.run(q).slots
+            let slots = t.run(q, ordered: false).slots
             for slot in slots { delete(slot, from: t) }
             if changes != nil, !slots.isEmpty { changes?.changedMany(in: t.schema.name) }
         }
@@ -346,19 +347,21 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
 /// order from the columns, so a row costs its payload plus a few bytes per column and per index, with no
 /// heap object per row or per value. Scans test values in place (booleans and integers in their arrays,
 /// string searches in the arena).
+///
+/// The stored properties opt out of dynamic exclusivity checks for the reason given at ``MemColumn``.
 final class MemTable {
-    private(set) var schema: TableSchema
-    private(set) var columns: [MemColumn]
+    @exclusivity(unchecked) private(set) var schema: TableSchema
+    @exclusivity(unchecked) private(set) var columns: [MemColumn]
     /// Whether each slot holds a live row. A row deleted by an uncommitted transaction is not live but
     /// keeps its values (and its slot) until the transaction commits, so a rollback can bring it back.
-    private(set) var live: [Bool] = []
-    private var freeSlots: [Int] = []
-    private var ids = MemIdMap()
+    @exclusivity(unchecked) private(set) var live: [Bool] = []
+    @exclusivity(unchecked) private var freeSlots: [Int] = []
+    @exclusivity(unchecked) private var ids = MemIdMap()
     /// The ordered index of each indexed column (entries ordered by value, then id NOCASE).
-    private(set) var indexes: [Int: SlotTree] = [:]
-    private var indexedColumns: [Int] = []
+    @exclusivity(unchecked) private(set) var indexes: [Int: SlotTree] = [:]
+    @exclusivity(unchecked) private var indexedColumns: [Int] = []
     /// The compound indexes of the schema, in its order.
-    private(set) var compound: [CompoundIndex] = []
+    @exclusivity(unchecked) private(set) var compound: [CompoundIndex] = []
     /// Every live row in id order (NOCASE for string ids).
     let idOrder = SlotTree()
 
@@ -393,12 +396,6 @@ final class MemTable {
         return Item(values)
     }
 
-    /// The item `q` returns for `slot`: the projected columns under their defined names.
-    func project(_ slot: Int, _ q: ResolvedQuery) -> Item {
-        var values: [String: Value] = Dictionary(minimumCapacity: q.projection.count)
-        for n in q.projection { values[schema.columns[n].name] = columns[n].value(slot) }
-        return Item(values)
-    }
 
     // MARK: Orders
 
@@ -829,14 +826,15 @@ final class MemTable {
     }
 
     /// Orders `matched` (slots that passed the filter) by the query's sort and applies skip and top.
-    private func select(_ matched: [Int], _ q: ResolvedQuery) -> (slots: [Int], count: Int) {
-        var top = TopSlots(q, self)
+    private func select(_ matched: [Int], _ q: ResolvedQuery, _ ordered: Bool) -> (slots: [Int], count: Int) {
+        var top = TopSlots(q, self, ordered: ordered)
         for s in matched { top.add(s) }
         return top.result()
     }
 
-    /// Selects the slots of the rows `q` returns, in order, and the number of matches.
-    func run(_ q: ResolvedQuery) -> (slots: [Int], count: Int) {
+    /// Selects the slots of the rows `q` returns, in order (in any order when not `ordered` and `q` has
+    /// neither skip nor top), and the number of matches.
+    func run(_ q: ResolvedQuery, ordered: Bool = true) -> (slots: [Int], count: Int) {
         let filter = SlotFilter(q.predicate, self)
         switch plan(for: q) {
         case .ids(let ids):
@@ -845,9 +843,9 @@ final class MemTable {
             for id in ids {
                 if let s = slot(of: id), ids.count == 1 || seen.insert(s).inserted, filter.matches(s) { matched.append(s) }
             }
-            return select(matched, q)
+            return select(matched, q, ordered)
         case .indexRange(let n, let ranges):
-            guard let tree = indexes[n] else { return scan(q, filter) }
+            guard let tree = indexes[n] else { return scan(q, filter, ordered) }
             var seen = Set<Int>()
             var matched: [Int] = []
             let column = columns[n]
@@ -870,11 +868,11 @@ final class MemTable {
                     return true
                 }
             }
-            return select(matched, q)
+            return select(matched, q, ordered)
         case .ordered(let n, let descending):
-            guard let tree = indexes[n], let top = q.top else { return scan(q, filter) }
+            guard let tree = indexes[n], let top = q.top else { return scan(q, filter, ordered) }
             let wanted = q.skip.addingReportingOverflow(top)
-            if wanted.overflow { return scan(q, filter) }
+            if wanted.overflow { return scan(q, filter, ordered) }
             // Walk the index in the first key's order, one group of equal values at a time; sort each
             // group by the full order (later keys, then id) and stop once skip + top rows are out.
             let keys = q.sort
@@ -929,11 +927,11 @@ final class MemTable {
                 if filter.matches(slot) { matched.append(slot) }
                 return matched.count < limit
             }
-            return select(matched, q)
+            return select(matched, q, ordered)
         case .idOrdered(let descending):
-            guard let top = q.top else { return scan(q, filter) }
+            guard let top = q.top else { return scan(q, filter, ordered) }
             let wanted = q.skip.addingReportingOverflow(top)
-            if wanted.overflow { return scan(q, filter) }
+            if wanted.overflow { return scan(q, filter, ordered) }
             var out: [Int] = []
             // The walk reads rows in id order, which is random memory order. When the filter passes few
             // rows it would read most of the table that way; past a budget, a scan in memory order (with
@@ -956,12 +954,12 @@ final class MemTable {
                     idOrder.forEach(ascendingFrom: nil, inclusive: true, visit)
                 }
             }
-            if exhausted { return scan(q, filter) }
+            if exhausted { return scan(q, filter, ordered) }
             return (Array(out.dropFirst(q.skip).prefix(top)), out.count)
         case .scan:
-            return scan(q, filter)
+            return scan(q, filter, ordered)
         case .compound(let n, let range, let order, let countOnly, _):
-            return runCompound(q, filter, compound[n], range, order: order, countOnly: countOnly)
+            return runCompound(q, filter, compound[n], range, order: order, countOnly: countOnly, ordered: ordered)
         }
     }
 
@@ -971,7 +969,7 @@ final class MemTable {
     /// stops once skip + top rows are out.
     private func runCompound(
         _ q: ResolvedQuery, _ filter: SlotFilter, _ c: CompoundIndex, _ range: CompoundRange, order: CompoundOrder?,
-        countOnly: Bool
+        countOnly: Bool, ordered: Bool
     ) -> (slots: [Int], count: Int) {
         // Tree-order bounds: a descending component holds its values in reverse, so its value range
         // starts at `upper`.
@@ -1000,7 +998,7 @@ final class MemTable {
                 if filter.matches(Int(e)) { matched.append(Int(e)) }
                 return true
             }
-            return select(matched, q)
+            return select(matched, q, ordered)
         }
         let wanted = q.skip.addingReportingOverflow(top)
         if wanted.overflow {
@@ -1010,7 +1008,7 @@ final class MemTable {
                 if filter.matches(Int(e)) { matched.append(Int(e)) }
                 return true
             }
-            return select(matched, q)
+            return select(matched, q, ordered)
         }
         if wanted.partialValue == 0 { return ([], 0) }
         let keys = q.sort
@@ -1048,16 +1046,38 @@ final class MemTable {
     }
 
     /// Runs `q` over every live row in slot order, testing values in place.
-    private func scan(_ q: ResolvedQuery, _ filter: SlotFilter) -> (slots: [Int], count: Int) {
+    private func scan(_ q: ResolvedQuery, _ filter: SlotFilter, _ ordered: Bool) -> (slots: [Int], count: Int) {
         if q.top == 0 {
             guard q.includeTotalCount else { return ([], 0) }
             var count = 0
             filter.scan(live) { _ in count += 1 }
             return ([], count)
         }
-        var top = TopSlots(q, self)
+        var top = TopSlots(q, self, ordered: ordered)
         filter.scan(live) { top.add($0) }
         return top.result()
+    }
+}
+
+/// Builds the items of a query's result: a template dictionary holds the returned columns' names (with
+/// null values); each item copies it (its storage, without hashing a name) and sets its values by index.
+struct ItemBuilder {
+    private let template: [String: Value]
+    private let fields: [(column: MemColumn, index: Dictionary<String, Value>.Index)]
+
+    /// For the columns at positions `columns` of `table`, under their defined names.
+    init(_ table: MemTable, columns: [Int]) {
+        var template: [String: Value] = Dictionary(minimumCapacity: columns.count)
+        for n in columns { template[table.schema.columns[n].name] = .null }
+        self.template = template
+        fields = columns.compactMap { n in template.index(forKey: table.schema.columns[n].name).map { (table.columns[n], $0) } }
+    }
+
+    /// The item of the row in `slot`.
+    func item(_ slot: Int) -> Item {
+        var values = template
+        for (column, index) in fields { values.values[index] = column.value(slot) }
+        return Item(values)
     }
 }
 
@@ -1070,11 +1090,14 @@ private struct TopSlots {
     let top: Int?
     /// `skip + top` when it is finite.
     let limit: Int?
+    /// Whether ``result()`` sorts (a delete needs no order when it has neither skip nor top).
+    let ordered: Bool
     var slots: [Int] = []
     var count = 0
 
-    init(_ q: ResolvedQuery, _ table: MemTable) {
+    init(_ q: ResolvedQuery, _ table: MemTable, ordered: Bool) {
         self.table = table
+        self.ordered = ordered || q.top != nil || q.skip != 0
         keys = q.sort
         skip = q.skip
         top = q.top
@@ -1122,6 +1145,7 @@ private struct TopSlots {
     }
 
     func result() -> (slots: [Int], count: Int) {
+        guard ordered else { return (slots, count) }
         var sorted = slots
         sorted.sort { less($0, $1) }
         var kept = sorted.dropFirst(skip)
@@ -1154,8 +1178,8 @@ final class SlotFilter {
     private let columns: [MemColumn]
     /// The columns the general tests read, decoded into `buffer` once per slot.
     private let needed: [Int]
-    private var buffer: [Value]
-    private var decoded = -1
+    @exclusivity(unchecked) private var buffer: [Value]
+    @exclusivity(unchecked) private var decoded = -1
 
     init(_ p: ResolvedPredicate, _ table: MemTable) {
         columns = table.columns

@@ -24,8 +24,10 @@ final class SlotTree {
     /// A tree node: a leaf has no children and its `keys` are the entries; an internal node has
     /// `keys.count + 1` children and its `keys` are separators (live entries, see above).
     fileprivate final class Node {
-        var keys: [UInt32]
-        var children: [Node]
+        // No dynamic exclusivity checks (see ``MemColumn``): every modification is a single statement of
+        // the tree's own methods, and the store's lock keeps other threads out while one runs.
+        @exclusivity(unchecked) var keys: [UInt32]
+        @exclusivity(unchecked) var children: [Node]
 
         init(keys: [UInt32], children: [Node]) {
             self.keys = keys
@@ -35,8 +37,8 @@ final class SlotTree {
         var isLeaf: Bool { children.isEmpty }
     }
 
-    private var root = Node(keys: [], children: [])
-    private(set) var count = 0
+    @exclusivity(unchecked) private var root = Node(keys: [], children: [])
+    @exclusivity(unchecked) private(set) var count = 0
 
     init() {}
 
