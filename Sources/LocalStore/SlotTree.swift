@@ -16,7 +16,8 @@ private let slotTreeInternalMinimum = slotTreeInternalCapacity / 2
 /// For the same reason no separator of an internal node may name a slot that is no longer in the tree (its
 /// values may be overwritten, or the slot reused by another row): ``remove(_:by:)`` replaces a separator
 /// naming the removed slot by the smallest slot of the subtree to its right, so every separator is always
-/// a live entry (``invariantViolation(by:)`` checks it).
+/// a live entry, the smallest of the subtree to its right (``invariantViolation(by:)`` checks both). A slot
+/// that is a separator is therefore the first entry of its leaf, so only such a removal needs the fix.
 ///
 /// Not thread-safe by itself: the owning table is guarded by its store's readers-writer lock; readers only
 /// walk the tree, the single writer changes it.
@@ -88,9 +89,11 @@ final class SlotTree {
     /// were when it was inserted); returns whether one was present.
     @discardableResult
     func remove(_ slot: UInt32, by order: (UInt32, UInt32) -> Int) -> Bool {
-        guard Self.remove(slot, from: root, order) else { return false }
+        var wasFirst = false
+        guard Self.remove(slot, from: root, order, &wasFirst) else { return false }
         count -= 1
         if !root.isLeaf && root.children.count == 1 { root = root.children[0] }
+        guard wasFirst else { return true }
         // A separator naming the removed slot would route by whatever the slot holds next: replace it by
         // the first entry of the subtree on its right (it is the only separator that can name it).
         var node = root
@@ -107,15 +110,17 @@ final class SlotTree {
         return true
     }
 
-    private static func remove(_ slot: UInt32, from node: Node, _ order: (UInt32, UInt32) -> Int) -> Bool {
+    /// Removes `slot` from the subtree; sets `wasFirst` when it was the first entry of its leaf.
+    private static func remove(_ slot: UInt32, from node: Node, _ order: (UInt32, UInt32) -> Int, _ wasFirst: inout Bool) -> Bool {
         if node.isLeaf {
             let i = lowerBound(node.keys) { order($0, slot) }
             guard i < node.keys.count && node.keys[i] == slot else { return false }
             node.keys.remove(at: i)
+            wasFirst = i == 0
             return true
         }
         let i = upperBound(node.keys) { order($0, slot) }
-        guard remove(slot, from: node.children[i], order) else { return false }
+        guard remove(slot, from: node.children[i], order, &wasFirst) else { return false }
         let child = node.children[i]
         let underfull = child.isLeaf
             ? child.keys.count < slotTreeLeafMinimum : child.children.count < slotTreeInternalMinimum
@@ -302,6 +307,11 @@ final class SlotTree {
             }
             separators += node.keys
             if node.children.count != node.keys.count + 1 { return "children/keys count mismatch" }
+            for (j, k) in node.keys.enumerated() {
+                var first = node.children[j + 1]
+                while !first.isLeaf { first = first.children[0] }
+                if first.keys.first != k { return "separator at depth \(depth) is not the first entry of its right subtree" }
+            }
             if node.children.count > slotTreeInternalCapacity { return "internal node over capacity" }
             if isRoot && node.children.count < 2 { return "internal root with fewer than 2 children" }
             if !isRoot && node.children.count < slotTreeInternalMinimum { return "internal node under minimum" }
