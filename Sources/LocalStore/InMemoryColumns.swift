@@ -170,10 +170,23 @@ final class MemColumn {
         return x.count < y.count ? -1 : (x.count == y.count ? 0 : 1)
     }
 
-    /// ``Collation/compareNoCase(_:_:)`` on bytes (sign only).
+    /// ``Collation/compareNoCase(_:_:)`` on bytes (sign only). Eight bytes at a time while the left operand
+    /// has no NUL in them, then byte by byte.
     static func compareNoCase(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
         let n = min(a.count, b.count)
         var i = 0
+        if let pa = a.baseAddress, let pb = b.baseAddress {
+            while i + 8 <= n {
+                let x = UInt64(littleEndian: pa.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+                if hasZeroByte(x) { break }
+                let y = UInt64(littleEndian: pb.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+                let fx = foldASCII(x)
+                let fy = foldASCII(y)
+                // The first differing byte decides: compare with the first byte most significant.
+                if fx != fy { return fx.byteSwapped < fy.byteSwapped ? -1 : 1 }
+                i += 8
+            }
+        }
         while i < n {
             var x = a[i]
             var y = b[i]
@@ -187,6 +200,21 @@ final class MemColumn {
             i += 1
         }
         return a.count < b.count ? -1 : (a.count == b.count ? 0 : 1)
+    }
+
+    /// Whether one of the eight bytes of `w` is zero.
+    @inline(__always) static func hasZeroByte(_ w: UInt64) -> Bool {
+        (w &- 0x0101_0101_0101_0101) & ~w & 0x8080_8080_8080_8080 != 0
+    }
+
+    /// The eight bytes of `w` with ASCII upper-case letters lower-cased (others unchanged).
+    @inline(__always) static func foldASCII(_ w: UInt64) -> UInt64 {
+        let low7 = w & 0x7F7F_7F7F_7F7F_7F7F
+        // High bit of each byte: at least 0x41, at least 0x5B (no carry crosses bytes: each sum < 0x100).
+        let atLeastA = low7 &+ 0x3F3F_3F3F_3F3F_3F3F
+        let pastZ = low7 &+ 0x2525_2525_2525_2525
+        let upper = atLeastA & ~pastZ & ~w & 0x8080_8080_8080_8080
+        return w | (upper >> 2)
     }
 
     // MARK: Writing
@@ -273,7 +301,17 @@ struct MemIdMap {
         var hasher = Hasher()
         var word: UInt64 = 0
         var shift: UInt64 = 0
-        for b in bytes {
+        // Whole words while they hold no NUL (the same words the byte loop below would combine).
+        var start = 0
+        if let p = bytes.baseAddress {
+            while start + 8 <= bytes.count {
+                let w = UInt64(littleEndian: p.loadUnaligned(fromByteOffset: start, as: UInt64.self))
+                if MemColumn.hasZeroByte(w) { break }
+                hasher.combine(MemColumn.foldASCII(w))
+                start += 8
+            }
+        }
+        for b in UnsafeRawBufferPointer(rebasing: bytes[start...]) {
             let folded = b >= 0x41 && b <= 0x5A ? b | 0x20 : b
             word |= UInt64(folded) << shift
             shift += 8

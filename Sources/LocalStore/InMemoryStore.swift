@@ -364,6 +364,10 @@ final class MemTable {
     @exclusivity(unchecked) private(set) var compound: [CompoundIndex] = []
     /// Every live row in id order (NOCASE for string ids).
     let idOrder = SlotTree()
+    /// The orders of `indexes`, `compound` and `idOrder`, made once (a closure per call would allocate).
+    @exclusivity(unchecked) private var columnOrders: [Int: (UInt32, UInt32) -> Int] = [:]
+    @exclusivity(unchecked) private var compoundOrders: [(UInt32, UInt32) -> Int] = []
+    @exclusivity(unchecked) private var idOrderFunction: (UInt32, UInt32) -> Int = { _, _ in 0 }
 
     init(schema: TableSchema) {
         self.schema = schema
@@ -373,6 +377,13 @@ final class MemTable {
         }
         indexedColumns = indexes.keys.sorted()
         compound = schema.indexes.compactMap { CompoundIndex($0, schema: schema) }
+        makeOrders()
+    }
+
+    private func makeOrders() {
+        columnOrders = Dictionary(uniqueKeysWithValues: indexedColumns.map { ($0, columnOrder($0)) })
+        compoundOrders = compound.map(compoundOrder)
+        idOrderFunction = idOrdering()
     }
 
     /// The number of live rows.
@@ -474,6 +485,7 @@ final class MemTable {
             for slot in live.indices where live[slot] { c.tree.insert(UInt32(slot), by: order) }
             compound.append(c)
         }
+        makeOrders()
     }
 
     /// Writes a new row (null except `assignments`, which set the id) into a free slot; returns the slot.
@@ -503,14 +515,15 @@ final class MemTable {
         // Out of the indexes whose order the change may move it in (compared with the old values), written,
         // then back in.
         let single = indexedColumns.filter { idChanged || changed.contains($0) }
-        let multi = compound.filter { c in idChanged || c.columns.contains { changed.contains($0) } }
-        for n in single { indexes[n]?.remove(UInt32(slot), by: columnOrder(n)) }
-        for c in multi { c.tree.remove(UInt32(slot), by: compoundOrder(c)) }
-        if idChanged { idOrder.remove(UInt32(slot), by: idOrdering()) }
+        let multi = compound.indices.filter { c in idChanged || compound[c].columns.contains { changed.contains($0) } }
+        let s = UInt32(slot)
+        for n in single { if let order = columnOrders[n] { indexes[n]?.remove(s, by: order) } }
+        for c in multi { compound[c].tree.remove(s, by: compoundOrders[c]) }
+        if idChanged { idOrder.remove(s, by: idOrderFunction) }
         for a in assignments where changed.contains(a.column) { columns[a.column].set(slot, a.value) }
-        for n in single { indexes[n]?.insert(UInt32(slot), by: columnOrder(n)) }
-        for c in multi { c.tree.insert(UInt32(slot), by: compoundOrder(c)) }
-        if idChanged { idOrder.insert(UInt32(slot), by: idOrdering()) }
+        for n in single { if let order = columnOrders[n] { indexes[n]?.insert(s, by: order) } }
+        for c in multi { compound[c].tree.insert(s, by: compoundOrders[c]) }
+        if idChanged { idOrder.insert(s, by: idOrderFunction) }
         return before
     }
 
@@ -518,9 +531,9 @@ final class MemTable {
     /// (at commit), so ``link(_:)`` can bring it back.
     func unlink(_ slot: Int) {
         let s = UInt32(slot)
-        for n in indexedColumns { indexes[n]?.remove(s, by: columnOrder(n)) }
-        for c in compound { c.tree.remove(s, by: compoundOrder(c)) }
-        idOrder.remove(s, by: idOrdering())
+        for n in indexedColumns { if let order = columnOrders[n] { indexes[n]?.remove(s, by: order) } }
+        for c in compound.indices { compound[c].tree.remove(s, by: compoundOrders[c]) }
+        idOrder.remove(s, by: idOrderFunction)
         ids.remove(slot, column: idColumn)
         live[slot] = false
     }
@@ -530,9 +543,9 @@ final class MemTable {
         let s = UInt32(slot)
         live[slot] = true
         ids.insert(slot, column: idColumn)
-        for n in indexedColumns { indexes[n]?.insert(s, by: columnOrder(n)) }
-        for c in compound { c.tree.insert(s, by: compoundOrder(c)) }
-        idOrder.insert(s, by: idOrdering())
+        for n in indexedColumns { if let order = columnOrders[n] { indexes[n]?.insert(s, by: order) } }
+        for c in compound.indices { compound[c].tree.insert(s, by: compoundOrders[c]) }
+        idOrder.insert(s, by: idOrderFunction)
     }
 
     /// Frees the unlinked `slot`: clears its values and puts it on the free list.

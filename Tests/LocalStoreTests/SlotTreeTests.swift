@@ -146,6 +146,29 @@ import Testing
         #expect(map.count == ids.count - 1)
     }
 
+    @Test func noCaseComparisonAndHashAgainstCollation() {
+        var rng = SeededGenerator(seed: 5)
+        let alphabet: [UInt8] = [0x00, 0x40, 0x41, 0x4D, 0x5A, 0x5B, 0x60, 0x61, 0x6D, 0x7A, 0x7B, 0x7F, 0xC3, 0xA9]
+        func random() -> String {
+            let n = Int(rng.next() % 24)
+            let bytes = (0..<n).map { _ in alphabet[Int(rng.next() % UInt64(alphabet.count))] }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        let column = MemColumn(type: .string, count: 2)
+        for k in 0..<20_000 {
+            let a = random()
+            // Often a case variant of `a`, sometimes with a different tail after a NUL.
+            var b = k % 3 == 0 ? random() : String(a.map { rng.next() % 2 == 0 ? Character($0.uppercased()) : $0 })
+            if k % 5 == 0 { b += "\u{0}x" }
+            column.set(0, .string(a))
+            column.set(1, .string(b))
+            let expected = Collation.sign(Collation.compareNoCase(a, b))
+            #expect(column.compare(0, 1, noCase: true) == expected, "\(Array(a.utf8)) vs \(Array(b.utf8))")
+            #expect(column.compare(0, .string(b), noCase: true) == expected)
+            if expected == 0 { #expect(MemIdMap.hash(column, 0) == MemIdMap.hash(.string(b))) }
+        }
+    }
+
     @Test func idMapAgainstDictionary() {
         var rng = SeededGenerator(seed: 11)
         let column = MemColumn(type: .integer, count: 0)
