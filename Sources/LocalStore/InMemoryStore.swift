@@ -1004,17 +1004,9 @@ final class MemTable {
             }
             return ([], n)
         }
-        guard let order, let top = q.top else {
-            var matched: [Int] = []
-            c.tree.forEach(ascendingFrom: start, inclusive: true) { e in
-                if let end, end(e) > 0 { return false }
-                if filter.matches(Int(e)) { matched.append(Int(e)) }
-                return true
-            }
-            return select(matched, q, ordered)
-        }
-        let wanted = q.skip.addingReportingOverflow(top)
-        if wanted.overflow {
+        // Without an order the walk answers, or with skip + top past Int.max: every match of the range.
+        let wanted = q.top.map { q.skip.addingReportingOverflow($0) }
+        guard let order, let top = q.top, let wanted, !wanted.overflow else {
             var matched: [Int] = []
             c.tree.forEach(ascendingFrom: start, inclusive: true) { e in
                 if let end, end(e) > 0 { return false }
