@@ -120,7 +120,7 @@ extension LocalStore {
     /// let plan = try await store.run { try $0.explain(query) }
     /// ```
     ///
-    /// Calls inside `body` are not one transaction (use ``write(_:)`` for that).
+    /// Calls inside `body` are not one transaction (use `write { }` for that).
     public func run<R: Sendable>(_ body: @escaping @Sendable (Self) throws -> R) async throws -> R {
         try await BlockingWork.run { try body(self) }
     }

@@ -30,8 +30,11 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
 
     /// Creates an empty store holding only the three system tables.
     ///
-    /// - Parameter logger: where to log (swift-log), as the persistent backends do: each query's plan and
-    ///   duration at `trace`, write transactions at `debug`. Values are never logged.
+    /// - Parameters:
+    ///   - systemTableNames: the names of the operation, error and config tables (validated; a bad
+    ///     name is an error that names it).
+    ///   - logger: where to log (swift-log), as the persistent backends do: each query's plan and
+    ///     duration at `trace`, write transactions at `debug`. Values are never logged.
     public init(systemTableNames: SystemTableNames = .default, logger: Logger? = nil) throws {
         try systemTableNames.validate()
         self.systemTableNames = systemTableNames

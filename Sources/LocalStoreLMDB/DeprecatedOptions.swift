@@ -33,13 +33,13 @@ extension LMDBStoreOptions {
 }
 
 extension StoreDurability {
-    /// LMDB's 0.1.0 name of ``full``.
+    /// LMDB's 0.1.0 name of `full`.
     @available(*, deprecated, renamed: "full")
     public static var synchronous: StoreDurability { .full }
-    /// LMDB's 0.1.0 name of ``normal`` (`MDB_NOMETASYNC`).
+    /// LMDB's 0.1.0 name of `normal` (`MDB_NOMETASYNC`).
     @available(*, deprecated, renamed: "normal")
     public static var noMetaSync: StoreDurability { .normal }
-    /// LMDB's 0.1.0 name of ``off`` (`MDB_NOSYNC`).
+    /// LMDB's 0.1.0 name of `off` (`MDB_NOSYNC`).
     @available(*, deprecated, renamed: "off")
     public static var noSync: StoreDurability { .off }
 }
