@@ -191,7 +191,7 @@ public final class ChangeCenter: Sendable {
     }
 
     private let observers = Atomic<Int>(0)
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
     private static let pollQueue = DispatchQueue(label: "LocalStore.changes.poll")
 
     /// A center without observers.
@@ -320,10 +320,10 @@ final class ChangeBuffer: Sendable {
         var isFinished = false
     }
 
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
     let signals: AsyncStream<Void>
     private let continuation: AsyncStream<Void>.Continuation
-    private let termination = Mutex<(@Sendable () -> Void)?>(nil)
+    private let termination = LockedValue<(@Sendable () -> Void)?>(nil)
 
     init() {
         (signals, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))

@@ -198,5 +198,5 @@ public final class LocalStoreSubject: BenchSubject {
 
 /// A count shared with observer tasks.
 final class Counter: Sendable {
-    let value = Mutex<Int>(0)
+    let value = LockedValue<Int>(0)
 }

@@ -16,7 +16,7 @@ final class LMDBChangeTracker: Sendable {
         var pending: Int?
     }
 
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     init(center: ChangeCenter) { self.center = center }
 

@@ -53,10 +53,10 @@ final class Environment: @unchecked Sendable {
     let writeLock = PosixMutex()
     let handleLock = PosixMutex()
     let writer = WriterThread()
-    let state = Mutex(State())
+    let state = LockedValue(State())
     /// Tests only: runs after a full write transaction was aborted for a map growth, before the
     /// new one begins (the window in which another process may commit).
-    let afterGrowthAbortHook = Mutex<(@Sendable () -> Void)?>(nil)
+    let afterGrowthAbortHook = LockedValue<(@Sendable () -> Void)?>(nil)
 
     private init(env: OpaquePointer, key: Key, path: String, options: LMDBStoreOptions) {
         self.env = env
@@ -67,7 +67,7 @@ final class Environment: @unchecked Sendable {
 
     // MARK: Registry
 
-    private static let registry = Mutex<[Key: Environment]>([:])
+    private static let registry = LockedValue<[Key: Environment]>([:])
 
     /// Opens the environment at `path`, or shares the one this process already has open there.
     /// Returns it with one more reference and the number of stale reader slots cleared.

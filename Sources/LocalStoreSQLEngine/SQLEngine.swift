@@ -99,7 +99,7 @@ package final class SQLEngine: @unchecked Sendable {
     private var isClosedFlag = false
 
     /// Tables by folded name. Replaced only after the transaction that changed the file committed.
-    private let catalog = Mutex<[String: TableInfo]>([:])
+    private let catalog = LockedValue<[String: TableInfo]>([:])
     /// `PRAGMA schema_version` read just before `catalog` was last loaded from the file (-1: never).
     private let catalogSchemaVersion = Atomic<Int64>(-1)
     /// Serializes reloads of `catalog` (see ``refreshCatalog(_:)``).

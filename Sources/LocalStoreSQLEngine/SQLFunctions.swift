@@ -55,7 +55,7 @@ enum SQLFunctions {
         }
     }
 
-    private static let slots = Mutex<[Box?]>(Array(repeating: nil, count: slotCount))
+    private static let slots = LockedValue<[Box?]>(Array(repeating: nil, count: slotCount))
 
     private static let callbacks: [SQLiteAPI.FunctionCallback] = [
         { ctx, argc, argv in call(slot: 0, ctx, argc, argv) },

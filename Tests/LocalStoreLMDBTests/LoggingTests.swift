@@ -8,7 +8,7 @@ import Testing
 @Suite("LMDB logging")
 struct LMDBLoggingTests {
     final class Sink: Sendable {
-        let lines = Mutex<[String]>([])
+        let lines = LockedValue<[String]>([])
         struct Handler: LogHandler {
             let sink: Sink
             var metadata: Logger.Metadata = [:]

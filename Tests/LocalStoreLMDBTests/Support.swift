@@ -63,8 +63,8 @@ final class UncheckedBox<T>: @unchecked Sendable {
 
 /// A value behind a lock, shareable between threads.
 final class Locked<T: Sendable>: Sendable {
-    private let mutex: Mutex<T>
-    init(_ value: T) { mutex = Mutex(value) }
+    private let mutex: LockedValue<T>
+    init(_ value: T) { mutex = LockedValue(value) }
     func withLock<R: Sendable>(_ body: (inout T) -> R) -> R { mutex.withLock { body(&$0) } }
 }
 

@@ -65,5 +65,5 @@ private func closeQuietly(_ store: any LocalStore) { try? store.close() }
 /// What the observing tasks saw.
 private final class Seen: Sendable {
     let unlisted = Atomic<Int>(0)
-    let rows = Mutex<[String]>([])
+    let rows = LockedValue<[String]>([])
 }

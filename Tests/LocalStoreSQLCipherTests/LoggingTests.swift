@@ -14,7 +14,7 @@ final class CapturedLogs: Sendable {
         let metadata: [String: String]
         var text: String { "\(message) \(metadata.sorted { $0.key < $1.key })" }
     }
-    let records = Mutex<[Record]>([])
+    let records = LockedValue<[Record]>([])
 
     func logger(level: Logger.Level = .trace) -> Logger {
         var logger = Logger(label: "test") { _ in Handler(sink: self) }

@@ -185,7 +185,7 @@ struct SQLiteStoreTests {
         let inTransaction = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let writerDone = DispatchSemaphore(value: 0)
-        let writerError = Mutex<String?>(nil)
+        let writerError = LockedValue<String?>(nil)
         let writer = Thread {
             do {
                 try store.write { tx in
@@ -204,7 +204,7 @@ struct SQLiteStoreTests {
         #expect(inTransaction.wait(timeout: .now() + 30) == .success)
 
         // Readers on several threads, while the writer holds its transaction open.
-        let results = Mutex<[[String]]>([])
+        let results = LockedValue<[[String]]>([])
         let readersDone = DispatchSemaphore(value: 0)
         let readers = Thread {
             DispatchQueue.concurrentPerform(iterations: 8) { _ in

@@ -7,7 +7,7 @@ import Synchronization
 
 /// Problems found on other threads, collected for the checking thread.
 final class ThreadFindings: Sendable {
-    private let problems = Mutex<[String]>([])
+    private let problems = LockedValue<[String]>([])
     private let finishedWriters = Atomic<Int>(0)
 
     func record(_ problem: String) { problems.withLock { $0.append(problem) } }

@@ -49,7 +49,7 @@ extension ConformanceSuite {
 
 /// Values gathered by a consuming task, for the checking task.
 final class Gathered<T: Sendable>: Sendable {
-    private let values = Mutex<[T]>([])
+    private let values = LockedValue<[T]>([])
     private let ended = Atomic<Bool>(false)
 
     func append(_ v: T) { values.withLock { $0.append(v) } }
