@@ -50,11 +50,14 @@ let package = Package(
             name: "LocalStoreSQLCipherTests",
             dependencies: [
                 "LocalStore", "LocalStoreSQLCipher", "LocalStoreSQLite", .product(name: "Logging", package: "swift-log"),
+                "localstore-sqlcipher-suite",
             ]
         ),
         .testTarget(
             name: "LocalStoreSQLiteTests",
-            dependencies: ["LocalStore", "LocalStoreSQLEngine", "LocalStoreSQLite", "LocalStoreConformance", "LocalStoreBench"]
+            dependencies: [
+                "LocalStore", "LocalStoreSQLEngine", "LocalStoreSQLite", "LocalStoreConformance", "LocalStoreBench", "LocalStoreSQLCipher",
+            ]
         ),
         .target(name: "LocalStoreBench", dependencies: ["LocalStore"]),
         .target(name: "LocalStoreBenchBaselines", dependencies: ["LocalStore", "LocalStoreBench", "CSQLite", "CLMDB"]),
@@ -147,6 +150,10 @@ let package = Package(
                 "LocalStore", "LocalStoreOpener", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB",
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        // The SQLCipher checks in a process without libsqlite3 (for sanitizer runs, docs/reliability.md).
+        .executableTarget(
+            name: "localstore-sqlcipher-suite", dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreSQLCipher"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -25,7 +25,8 @@ public enum ReliabilityBackend: String, CaseIterable, Sendable, CustomStringConv
         case .sqlite, .lmdb: return true
         case .sqlcipher:
             #if canImport(LocalStoreSQLCipher)
-            return true
+            // Under a sanitizer a process linking libsqlite3 refuses SQLCipher (docs/reliability.md).
+            return SQLCipherLibrary.processRefusal == nil
             #else
             return false
             #endif

@@ -35,7 +35,7 @@ func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
     return false
 }
 
-@Suite("SQLCipher backend")
+@Suite("SQLCipher backend", .enabled(if: SQLCipherLibrary.processRefusal == nil, "SQLCipher is refused in this process (sanitizer)"))
 struct SQLCipherStoreTests {
     static let schema = TableSchema("Secret", ["text": .string, "doc": .json], indexed: ["text"])
 

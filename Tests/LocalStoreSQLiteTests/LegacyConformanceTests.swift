@@ -8,7 +8,7 @@ import Testing
 /// `dlopen`, no key): every SQL statement the engine issues must work, with the same results, on the
 /// oldest SQLite a SQLCipher backend will give it. The main run on the system SQLite is in
 /// `LocalStoreTests/ConformanceTests.swift`.
-@Suite("Conformance on SQLite 3.15.2", .enabled(if: LegacySQLite.api != nil, "libsqlcipher.so.0 is not installed"))
+@Suite("Conformance on SQLite 3.15.2", .enabled(if: LegacySQLite.api != nil, Comment(rawValue: LegacySQLite.unavailableReason)))
 struct LegacyConformanceTests {
     static let factory = StoreFactory(name: "sqlite-3.15.2", isPersistent: true) { directory in
         guard let api = LegacySQLite.api else { throw LocalStoreError(.libraryMissing, "libsqlcipher.so.0 is not installed") }

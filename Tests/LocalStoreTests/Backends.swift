@@ -11,7 +11,7 @@ enum Backends {
         StoreFactory(name: "lmdb", isPersistent: true) { dir in try LMDBStore(path: dir.appendingPathComponent("store.lmdb").path) },
         StoreFactory(name: "sqlite", isPersistent: true) { dir in try SQLiteStore(path: dir.appendingPathComponent("store.sqlite").path) },
         StoreFactory(name: "sqlcipher", isPersistent: true) { dir in try SQLCipherStore(path: dir.appendingPathComponent("store.db").path, key: conformanceKey) },
-    ]
+    ].filter { $0.name != "sqlcipher" || SQLCipherLibrary.processRefusal == nil }  // sanitizer runs: localstore-sqlcipher-suite
 }
 
 /// A fixed raw key for the SQLCipher conformance run (raw keys skip PBKDF2, keeping the suite fast).
