@@ -58,12 +58,15 @@ final class Connection {
     deinit { close() }
 
     /// Opens a connection and runs `hook` on it right after `sqlite3_open_v2`. Nothing is read or
-    /// written yet; the caller verifies the file.
+    /// written yet; the caller verifies the file. `readOnly` opens it `SQLITE_OPEN_READONLY` (such a
+    /// connection never checkpoints, so closing it leaves the database and its log as they were).
     static func open(
-        path: String, create: Bool, api: SQLiteAPI, cacheCapacity: Int, hook: SQLEngine.OpenHook?, immutable: Bool = false
+        path: String, create: Bool, api: SQLiteAPI, cacheCapacity: Int, hook: SQLEngine.OpenHook?, immutable: Bool = false,
+        readOnly: Bool = false
     ) throws -> Connection {
         var handle: OpaquePointer?
-        var flags = SQLite.OPEN_READWRITE | (create ? SQLite.OPEN_CREATE : 0) | SQLite.OPEN_NOMUTEX
+        var flags =
+            (readOnly ? SQLite.OPEN_READONLY : SQLite.OPEN_READWRITE | (create ? SQLite.OPEN_CREATE : 0)) | SQLite.OPEN_NOMUTEX
         var name = path
         if immutable {
             // Read-only, no locks, no -wal/-shm: for a store on a location this process cannot write.
