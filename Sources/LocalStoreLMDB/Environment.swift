@@ -17,6 +17,7 @@ import Darwin
 /// Locking, outermost first:
 /// 1. `writeLock` — held by a `write` call for its whole duration, including map growth and replay,
 ///    so that no other writer of this process runs between an aborted attempt and its replay;
+///    then `crossProcessLock` (other LocalStore processes' writers), waited for at most `busyTimeout`;
 /// 2. `gate` — shared by every transaction, exclusive for map resizing and closing;
 /// 3. LMDB's own writer mutex (inside `mdb_txn_begin`);
 /// 4. `handleLock` — held by any transaction that opens database handles, until it ends (LMDB's
@@ -51,6 +52,9 @@ final class Environment: @unchecked Sendable {
     let options: LMDBStoreOptions
     let gate = TransactionGate()
     let writeLock = PosixMutex()
+    /// Serializes writers across processes with a timeout (`nil` when `lock.mdb` cannot be opened for
+    /// writing; then LMDB's own mutex, without a timeout, is all there is).
+    let crossProcessLock: CrossProcessWriterLock?
     let handleLock = PosixMutex()
     let writer = WriterThread()
     let state = LockedValue(State())
@@ -58,7 +62,8 @@ final class Environment: @unchecked Sendable {
     /// new one begins (the window in which another process may commit).
     let afterGrowthAbortHook = LockedValue<(@Sendable () -> Void)?>(nil)
 
-    private init(env: OpaquePointer, key: Key, path: String, options: LMDBStoreOptions) {
+    private init(env: OpaquePointer, key: Key, path: String, options: LMDBStoreOptions, crossProcessLock: CrossProcessWriterLock?) {
+        self.crossProcessLock = crossProcessLock
         self.env = env
         self.key = key
         self.path = path
@@ -116,6 +121,7 @@ final class Environment: @unchecked Sendable {
         // cannot fail, and a process exit keeps the data in the OS cache anyway).
         if options.durability != .full { mdb_env_sync(env, 1) }
         mdb_env_close(env)
+        crossProcessLock?.close()  // only now: closing it earlier would drop LMDB's locks
         gate.unlockExclusive()
         Environment.registry.withLock { envs in
             if envs[key] === self { envs[key] = nil }
@@ -164,6 +170,7 @@ final class Environment: @unchecked Sendable {
         var handle: OpaquePointer?
         try LMDBErrors.check(mdb_env_create(&handle), "cannot create an LMDB environment")
         guard let env = handle else { throw LocalStoreError(.internal, "mdb_env_create returned no environment") }
+        var crossProcessLock: CrossProcessWriterLock?
         do {
             try LMDBErrors.check(mdb_env_set_maxdbs(env, MDB_dbi(max(8, options.maximumDatabases))), "cannot set the database limit")
             try LMDBErrors.check(mdb_env_set_maxreaders(env, UInt32(max(1, options.maximumReaders))), "cannot set the reader limit")
@@ -193,11 +200,13 @@ final class Environment: @unchecked Sendable {
             }
             var dead: Int32 = 0
             try LMDBErrors.check(mdb_reader_check(env, &dead), "cannot check the reader table")
-            let environment = Environment(env: env, key: key, path: path, options: options)
+            crossProcessLock = CrossProcessWriterLock(lockFile: path + "/lock.mdb", storePath: path)
+            let environment = Environment(env: env, key: key, path: path, options: options, crossProcessLock: crossProcessLock)
             try environment.initialize()
             return (environment, Int(dead))
         } catch {
             mdb_env_close(env)
+            crossProcessLock?.close()
             throw error
         }
     }
@@ -566,6 +575,8 @@ final class Environment: @unchecked Sendable {
         try writer.check()
         writeLock.lock()
         defer { writeLock.unlock() }
+        try crossProcessLock?.lock(timeout: options.busyTimeout)
+        defer { crossProcessLock?.unlock() }
         writer.set()
         defer { writer.clear() }
         gate.lockShared()

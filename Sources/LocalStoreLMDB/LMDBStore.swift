@@ -34,12 +34,18 @@ public struct LMDBStoreOptions: Sendable, Hashable {
     public var maximumReaders: Int
     /// System table names given through the deprecated ``systemTableNames`` (0.1.0 spelling).
     var legacySystemTableNames: SystemTableNames?
+    /// How long a write waits while another process writes to the store before it fails with `busy`
+    /// (default 5 seconds, like the SQL backends' busy timeout). Writers of one process queue without
+    /// a limit, as on the SQL backends. Only LocalStore processes take part: a program writing with
+    /// liblmdb directly is waited for in LMDB's own lock, without a timeout.
+    public var busyTimeout: Duration
 
     /// Creates options; every parameter has a safe default.
     public init(
         durability: StoreDurability = .full, initialMapSize: Int = 16 << 20, maximumDatabases: Int = 1024,
-        maximumReaders: Int = 126
+        maximumReaders: Int = 126, busyTimeout: Duration = .seconds(5)
     ) {
+        self.busyTimeout = busyTimeout
         self.durability = durability
         self.initialMapSize = initialMapSize
         self.maximumDatabases = maximumDatabases

@@ -102,3 +102,72 @@ final class TransactionGate: @unchecked Sendable {
         pthread_mutex_unlock(mutex)
     }
 }
+
+/// The cross-process writer lock of LocalStore's LMDB stores, taken before LMDB's own writer mutex
+/// (which waits without a timeout): an open-file-description lock on one byte of `lock.mdb` far beyond
+/// anything LMDB locks there (LMDB locks byte 0 and, for its reader check, the byte at each reader's
+/// pid). A writer polls it until ``LMDBStoreOptions/busyTimeout`` has passed, then gives up with `busy`,
+/// as SQLite's busy timeout does. The kernel releases it when its process dies.
+///
+/// Within a process the environment's `writeLock` serializes writers, so only one thread of a process
+/// ever waits here. The descriptor stays open until the environment is closed: closing any descriptor
+/// of `lock.mdb` would drop LMDB's own (classic POSIX) locks of this process.
+final class CrossProcessWriterLock: @unchecked Sendable {
+    /// The byte locked: 1 TiB, far above any pid (LMDB's reader check locks the byte at each pid).
+    static let offset: Int = 1 << 40
+    /// `F_OFD_SETLK` (Linux 3.15+): a lock owned by the open file description, not by the process.
+    private static let setLock: Int32 = 37
+
+    private let fd: Int32
+    private let path: String
+
+    /// Opens `lockFile` (LMDB's `lock.mdb`, which exists once the environment is open); `nil` when it
+    /// cannot be opened for writing (then writers wait in LMDB's mutex as before).
+    init?(lockFile: String, storePath: String) {
+        let fd = open(lockFile, O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        self.fd = fd
+        self.path = storePath
+    }
+
+    /// Closes the descriptor. Call only after `mdb_env_close` (see the type's documentation).
+    func close() { closeDescriptor(fd) }
+
+    private func set(_ type: Int32) -> Int32 {
+        var lock = flock()
+        lock.l_type = Int16(type)
+        lock.l_whence = Int16(SEEK_SET)
+        lock.l_start = off_t(Self.offset)
+        lock.l_len = 1
+        lock.l_pid = 0
+        return fcntl(fd, Self.setLock, &lock)
+    }
+
+    /// Takes the lock, waiting at most `timeout`; `busy` naming the store after that.
+    func lock(timeout: Duration) throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: timeout)
+        var pause: Duration = .microseconds(500)
+        while true {
+            if set(Int32(F_WRLCK)) == 0 { return }
+            let code = errno
+            guard code == EAGAIN || code == EACCES || code == EINTR else {
+                throw LocalStoreError(.ioError, "cannot lock the writer lock of LMDB store '\(path)': \(String(cString: strerror(code)))")
+            }
+            let now = clock.now
+            guard now < deadline else {
+                throw LocalStoreError(
+                    .busy,
+                    "LMDB store '\(path)' is being written by another process; gave up after the busy timeout of \(timeout)")
+            }
+            let sleep = min(pause, deadline - now)
+            let micros = max(1, sleep.components.seconds * 1_000_000 + sleep.components.attoseconds / 1_000_000_000_000)
+            usleep(UInt32(clamping: micros))
+            pause = min(pause * 2, .milliseconds(10))
+        }
+    }
+
+    func unlock() { _ = set(Int32(F_UNLCK)) }
+}
+
+private func closeDescriptor(_ fd: Int32) { _ = close(fd) }

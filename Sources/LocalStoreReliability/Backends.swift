@@ -51,6 +51,24 @@ public enum ReliabilityBackend: String, CaseIterable, Sendable, CustomStringConv
     /// The fixed raw key of the harness's encrypted stores (a test key, not a secret).
     public static let sqlcipherKeyBytes: [UInt8] = (0..<32).map { UInt8(truncatingIfNeeded: 0xA0 + $0 * 7) }
 
+    /// Opens (or creates) the store at `path` with the default options except the time a write waits
+    /// for another process's write (`busy` after it).
+    public func open(path: String, busyTimeout: Duration) throws -> any LocalStore {
+        switch self {
+        case .sqlite:
+            return try SQLiteStore(path: path, options: SQLiteStore.Options(busyTimeout: busyTimeout))
+        case .lmdb:
+            return try LMDBStore(path: path, options: LMDBStoreOptions(busyTimeout: busyTimeout))
+        case .sqlcipher:
+            #if canImport(LocalStoreSQLCipher)
+            return try SQLCipherStore(
+                path: path, key: try SQLCipherKey.raw(Self.sqlcipherKeyBytes), options: .init(busyTimeout: busyTimeout))
+            #else
+            throw LocalStoreError(.unsupported, "this build does not include LocalStoreSQLCipher")
+            #endif
+        }
+    }
+
     /// Opens (or creates) the store at `path` with the backend's default, documented options.
     public func open(path: String) throws -> any LocalStore {
         switch self {

@@ -20,6 +20,9 @@
 //       On a thread with the given stack: builds a predicate nested <depth> levels deep, resolves a
 //       query with it against an in-memory store, and destroys it, printing "built",
 //       "resolved <code>", "destroyed". The last line printed tells which step crashed.
+//   localstore-crash-writer hold-write <backend> <path> <milliseconds>
+//       Defines the table Hold (id, note), then inside one write {} upserts a row, prints "holding",
+//       sleeps <milliseconds> and returns; prints "committed" once the commit returned.
 //   localstore-crash-writer lmdb-walk <path>
 //       The raw LMDB integrity walk, for a caller that has the environment open itself.
 //   localstore-crash-writer integrity <backend> <path>
@@ -154,6 +157,22 @@ case "deep":
     thread.stackSize = stackKiB << 10
     thread.start()
     done.wait()
+
+case "hold-write":
+    guard arguments.count == 4, let milliseconds = UInt32(arguments[3]) else { die("usage: hold-write <backend> <path> <milliseconds>", code: 2) }
+    do {
+        let store = try backend(1).open(path: arguments[2])
+        try store.defineTable(TableSchema("Hold", ["id": .string, "note": .string]))
+        try store.write { tx in
+            try tx.upsert([["id": "held", "note": .string("pid \(getpid())")]], into: "Hold")
+            say("holding")
+            usleep(milliseconds * 1000)
+        }
+        say("committed")
+        try store.close()
+    } catch {
+        die(describe(error))
+    }
 
 case "lmdb-walk":
     guard arguments.count == 2 else { die("usage: lmdb-walk <path>", code: 2) }

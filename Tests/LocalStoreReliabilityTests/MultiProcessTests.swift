@@ -81,3 +81,54 @@ struct MultiProcessTests {
         try check()
     }
 }
+
+/// A writer waits for another process's write transaction at most its busy timeout, then gets `busy`
+/// (issue 15: LMDB writers used to wait in liblmdb's mutex without a limit; SQLite had its busy timeout).
+@Suite("Busy timeout across processes")
+struct BusyTimeoutTests {
+    @Test("a write blocked by another process's write is busy after the timeout, and works once it committed",
+        arguments: ReliabilityBackend.available)
+    func busyAfterTimeout(_ backend: ReliabilityBackend) throws {
+        let directory = try TempDirectory("busy-\(backend)")
+        let path = backend.storePath(in: directory.url)
+        let store = try backend.open(path: path, busyTimeout: .milliseconds(300))
+        defer { try? store.close() }
+        try store.defineTable(TableSchema("Hold", ["id": .string, "note": .string]))
+        let child = try ChildProcess(executable: try helperPath(), arguments: ["hold-write", backend.rawValue, path, "4000"])
+        #expect(child.waitForLine(timeout: 60) { $0 == "holding" }, "\(child.errorOutput)")
+        let clock = ContinuousClock()
+        let start = clock.now
+        do {
+            try store.upsert([["id": "mine", "note": "blocked"]], into: "Hold")
+            Issue.record("the write did not wait for the other process's transaction")
+        } catch let error as LocalStoreError {
+            #expect(error.code == .busy, "\(error)")
+            if backend == .lmdb { #expect(error.message.contains(path), "the busy error does not name the store: \(error)") }
+        }
+        let waited = clock.now - start
+        #expect(waited >= .milliseconds(250) && waited < .milliseconds(3000), "waited \(waited) with a 300 ms timeout")
+        #expect(child.waitForLine(timeout: 60) { $0 == "committed" }, "\(child.errorOutput)")
+        #expect(child.wait() == .exit(0), "\(child.errorOutput)")
+        try store.upsert([["id": "mine", "note": "after"]], into: "Hold")
+        #expect(try store.read(table: "Hold", id: "held") != nil)
+        report("busy \(backend): busy after \(waited) with a 300 ms timeout")
+    }
+
+    @Test("a write waits for another process's short write within the timeout", arguments: ReliabilityBackend.available)
+    func waitsWithinTimeout(_ backend: ReliabilityBackend) throws {
+        let directory = try TempDirectory("wait-\(backend)")
+        let path = backend.storePath(in: directory.url)
+        let store = try backend.open(path: path, busyTimeout: .seconds(20))
+        defer { try? store.close() }
+        try store.defineTable(TableSchema("Hold", ["id": .string, "note": .string]))
+        let child = try ChildProcess(executable: try helperPath(), arguments: ["hold-write", backend.rawValue, path, "400"])
+        #expect(child.waitForLine(timeout: 60) { $0 == "holding" }, "\(child.errorOutput)")
+        let clock = ContinuousClock()
+        let start = clock.now
+        try store.upsert([["id": "mine", "note": "waited"]], into: "Hold")
+        let waited = clock.now - start
+        #expect(waited >= .milliseconds(100), "the write did not wait for the other process (\(waited))")
+        #expect(child.wait() == .exit(0), "\(child.errorOutput)")
+        #expect(try store.read(table: "Hold", id: "held") != nil)
+    }
+}
