@@ -74,7 +74,13 @@ struct CLIBackend: Sendable, CustomStringConvertible {
         CLIBackend(scheme: "sqlite", file: "store.sqlite") { try SQLiteStore(path: $0) },
         CLIBackend(scheme: "sqlcipher", file: "store.db") { try SQLCipherStore(path: $0, key: try .raw(keyBytes)) },
         CLIBackend(scheme: "lmdb", file: "store.lmdb") { try LMDBStore(path: $0) },
-    ].filter { $0.scheme != "sqlcipher" || SQLCipherLibrary.processRefusal == nil }
+    ]
+
+    /// Whether this process (and the CLI, which also links libsqlite3) can use SQLCipher: not under a
+    /// sanitizer (docs/reliability.md, "Sanitizers"; localstore-sqlcipher-suite covers it there).
+    static let sqlcipherUsable = SQLCipherLibrary.processRefusal == nil
+    /// ``all`` without SQLCipher when it is not usable here.
+    static let usable = all.filter { $0.scheme != "sqlcipher" || sqlcipherUsable }
 
     var environment: [String: String] { scheme == "sqlcipher" ? ["LOCALSTORE_KEY": Self.keyHex] : [:] }
 }
@@ -105,7 +111,7 @@ func seed(_ store: any LocalStore) throws {
 
 @Suite("localstore command line", .serialized)
 struct CLITests {
-    @Test(arguments: CLIBackend.all)
+    @Test(arguments: CLIBackend.usable)
     func inspectShowsTablesOperationsErrorsAndTokens(_ b: CLIBackend) throws {
         let dir = try Scratch()
         let path = dir.path(b.file)
@@ -125,7 +131,7 @@ struct CLITests {
         }
     }
 
-    @Test(arguments: CLIBackend.all)
+    @Test(arguments: CLIBackend.usable)
     func queryPrintsRowsAsJSONLinesAndTables(_ b: CLIBackend) throws {
         let dir = try Scratch()
         let path = dir.path(b.file)
@@ -151,7 +157,7 @@ struct CLITests {
         #expect(!t.stdout.contains("priority"))
     }
 
-    @Test(arguments: CLIBackend.all)
+    @Test(arguments: CLIBackend.usable)
     func errorsAreOneLineOnStderrWithNonZeroExit(_ b: CLIBackend) throws {
         let dir = try Scratch()
         let path = dir.path(b.file)
@@ -177,7 +183,7 @@ struct CLITests {
         }
     }
 
-    @Test(arguments: CLIBackend.all, ["memory"] + CLIBackend.all.map(\.scheme))
+    @Test(arguments: CLIBackend.usable, ["memory"] + CLIBackend.usable.map(\.scheme))
     func copyReproducesTheStoreOnEveryBackend(_ b: CLIBackend, destination: String) throws {
         let dir = try Scratch()
         let path = dir.path(b.file)
@@ -208,7 +214,7 @@ struct CLITests {
         #expect(again.stderr.contains("already holds"))
     }
 
-    @Test(arguments: CLIBackend.all)
+    @Test(arguments: CLIBackend.usable)
     func verifyReportsASoundStore(_ b: CLIBackend) throws {
         let dir = try Scratch()
         let path = dir.path(b.file)
@@ -220,7 +226,7 @@ struct CLITests {
         #expect(r.stdout == "ok\n")
     }
 
-    @Test(.enabled(if: SQLCipherLibrary.processRefusal == nil, "SQLCipher is refused in this process (sanitizer)"))
+    @Test(.enabled(if: CLIBackend.sqlcipherUsable, "SQLCipher is refused in this process (sanitizer)"))
     func rekeyChangesTheKeyOfAnEncryptedStore() throws {
         let dir = try Scratch()
         let path = dir.path("store.db")
@@ -263,7 +269,7 @@ struct CLITests {
 /// root (this machine's test user) does not bypass, so it is not checked.
 @Suite("localstore process hygiene")
 struct CLIProcessHygieneTests {
-    @Test(.enabled(if: SQLCipherLibrary.processRefusal == nil, "SQLCipher is refused in this process (sanitizer)"))
+    @Test(.enabled(if: CLIBackend.sqlcipherUsable, "SQLCipher is refused in this process (sanitizer)"))
     func keyVariablesLeaveTheEnvironmentAndCoreDumpsAreOff() throws {
         let dir = try Scratch()
         let path = dir.path("store.db")
@@ -329,7 +335,7 @@ struct CLIReadOnlyLocationTests {
             environment: environment, executable: URL(fileURLWithPath: "/usr/bin/unshare"))
     }
 
-    @Test(.enabled(if: canMount, "needs root and unshare for a private read-only mount"), arguments: CLIBackend.all.filter { $0.scheme != "lmdb" })
+    @Test(.enabled(if: canMount, "needs root and unshare for a private read-only mount"), arguments: CLIBackend.usable.filter { $0.scheme != "lmdb" })
     func sqlStoreOnReadOnlyFileSystemReadsAndRefusesWrites(_ b: CLIBackend) throws {
         let dir = try Scratch()
         let path = dir.path(b.file)

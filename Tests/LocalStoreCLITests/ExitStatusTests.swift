@@ -35,7 +35,7 @@ struct ExitStatusTests {
         }
     }
 
-    @Test(arguments: CLIBackend.all)
+    @Test(arguments: CLIBackend.usable)
     func usageErrorsExit64(_ b: CLIBackend) throws {
         let dir = try Scratch()
         let url = try seededStore(b, in: dir)
@@ -53,7 +53,7 @@ struct ExitStatusTests {
         }
     }
 
-    @Test(arguments: CLIBackend.all)
+    @Test(arguments: CLIBackend.usable)
     func aMissingStoreOrKeyFileExits66(_ b: CLIBackend) throws {
         let dir = try Scratch()
         try expectStatus(66, ["inspect", "\(b.scheme):\(dir.path("missing"))"], env: b.environment, stderrContains: "no store at")
@@ -65,7 +65,7 @@ struct ExitStatusTests {
     }
 
     /// A file of another kind where the store should be: `notADatabase` (for SQLCipher: `wrongKey`).
-    @Test(arguments: CLIBackend.all)
+    @Test(arguments: CLIBackend.usable)
     func somethingThatIsNotAStoreExits65(_ b: CLIBackend) throws {
         let dir = try Scratch()
         let path = dir.path(b.file)
@@ -84,7 +84,8 @@ struct ExitStatusTests {
         }
     }
 
-    @Test func theWrongKeyExits77() throws {
+    @Test(.enabled(if: CLIBackend.sqlcipherUsable, "SQLCipher is refused in this process (sanitizer)"))
+    func theWrongKeyExits77() throws {
         let dir = try Scratch()
         let url = try seededStore(CLIBackend.all[1], in: dir)
         try expectStatus(77, ["inspect", url], env: ["LOCALSTORE_KEY": String(repeating: "01", count: 32)], stderrContains: "wrongKey")
@@ -115,7 +116,8 @@ struct ExitStatusTests {
 
     /// libsqlcipher that cannot be loaded (a file of that name that is not a library, found first on
     /// LD_LIBRARY_PATH): `libraryMissing`.
-    @Test func aMissingSQLCipherLibraryExits69() throws {
+    @Test(.enabled(if: CLIBackend.sqlcipherUsable, "SQLCipher is refused in this process (sanitizer)"))
+    func aMissingSQLCipherLibraryExits69() throws {
         let dir = try Scratch()
         let url = try seededStore(CLIBackend.all[1], in: dir)
         let libraries = dir.path("lib")
