@@ -8,7 +8,7 @@ import Testing
 // (Sources/LocalStoreSQLCipher/LocalStoreSQLCipher.docc/EncryptionAndKeyHandling.md), verbatim
 // (ArticleSnippetTests checks that), on temporary files.
 
-@Suite("Article: Encryption and key handling")
+@Suite("Article: Encryption and key handling", .enabled(if: SQLCipherLibrary.processRefusal == nil, "SQLCipher is refused in this process (sanitizer)"))
 struct EncryptionArticleTests {
     @Test("open with a raw key, a wrong key, rekey, convert")
     func encryption() throws {

@@ -10,7 +10,8 @@ import Testing
 
 @Suite("Article: Getting started")
 struct GettingStartedArticleTests {
-    @Test("open each backend, define, write atomically, query, observe")
+    @Test("open each backend, define, write atomically, query, observe",
+        .enabled(if: SQLCipherLibrary.processRefusal == nil, "SQLCipher is refused in this process (sanitizer)"))
     func gettingStarted() async throws {
         let (directory, remove) = try DocBackend.temporaryDirectory()
         defer { remove() }
