@@ -203,40 +203,32 @@ package final class SQLEngine: @unchecked Sendable {
     }
 
     /// When a write-ahead log is next to the file (a writer was killed, or another process has the store
-    /// open), checks the key, the kind of file and the store's metadata on connections that cannot
-    /// change the database or its log, before a normal connection opens.
+    /// open), checks the key, the kind of file and the store's metadata on a read-only connection before a
+    /// normal connection opens.
     ///
     /// A normal connection that reads the file runs WAL recovery, and closing it checkpoints the log into
     /// the file and deletes `-wal` and `-shm` — even when the read then fails because the key is wrong or
-    /// the file is not a store of this kind. So first an `immutable` connection, which ignores the log and
-    /// neither locks nor writes anything, reads the main file's own pages (page 1 is written there when
-    /// the file switches to WAL): a wrong key, a plain/encrypted mix-up or a foreign database fails here
-    /// with every file untouched. Then a read-only connection checks the same with the log's commits (a
-    /// store's metadata may exist only in the log); it never checkpoints, so on failure the database and
-    /// `-wal` stay as they were (its WAL recovery rebuilds the `-shm` index, which holds no data). Only
-    /// when no log is left is this skipped: then a failed open leaves the files as they were anyway, and
-    /// a passphrase is not stretched again.
+    /// the file is not a store of this kind. A read-only connection never checkpoints, so on failure the
+    /// database file and `-wal` stay byte for byte as they were (its WAL recovery rebuilds the `-shm`
+    /// index, which holds no data). It reads the log's commits too: the main file alone is not enough,
+    /// since after a crash during a checkpoint its pages may be incomplete while the log still holds
+    /// them (the power-loss simulation produced such a state). Only when no log is left is this skipped:
+    /// then a failed open leaves the files as they were anyway, and a passphrase is not stretched again.
     private func verifyBeforeRecovery() throws {
         let attributes = try? FileManager.default.attributesOfItem(atPath: path + "-wal")
         guard let size = attributes?[.size] as? Int, size > 0 else { return }
-        guard let fileSize = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, fileSize > 0 else {
-            // SQLite deletes the log of an empty database file on open: refuse rather than lose it.
+        // An empty database file has no page to check (SQLite discards a log next to it, as before).
+        guard let fileSize = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, fileSize > 0 else { return }
+        let probe = try Connection.open(path: path, create: false, api: api, cacheCapacity: 4, hook: openHook, readOnly: true)
+        defer { probe.close() }
+        _ = api.busy_timeout(probe.db, configuration.busyTimeoutMilliseconds)
+        let objects = try probe.scalarInt("SELECT count(*) FROM sqlite_master") ?? 0
+        let hasMeta = (try probe.scalarInt(SQLEngine.metaExists, [.string(SQLNames.metaTable)]) ?? 0) > 0
+        if !hasMeta && objects > 0 {
             throw LocalStoreError(
-                .corrupt, "'\(path)' is empty but its write-ahead log '\(path)-wal' is not; it was left as it is")
+                .notADatabase, "'\(path)' is a SQLite database but not a LocalStore store (it has no \(SQLNames.metaTable) table)")
         }
-        for immutable in [true, false] {
-            let probe = try Connection.open(
-                path: path, create: false, api: api, cacheCapacity: 4, hook: openHook, immutable: immutable, readOnly: true)
-            defer { probe.close() }
-            _ = api.busy_timeout(probe.db, configuration.busyTimeoutMilliseconds)
-            let objects = try probe.scalarInt("SELECT count(*) FROM sqlite_master") ?? 0
-            let hasMeta = (try probe.scalarInt(SQLEngine.metaExists, [.string(SQLNames.metaTable)]) ?? 0) > 0
-            if !hasMeta && objects > 0 {
-                throw LocalStoreError(
-                    .notADatabase, "'\(path)' is a SQLite database but not a LocalStore store (it has no \(SQLNames.metaTable) table)")
-            }
-            if hasMeta { try checkMeta(probe) }
-        }
+        if hasMeta { try checkMeta(probe) }
     }
 
     private func openConnection(create: Bool) throws -> Connection {
