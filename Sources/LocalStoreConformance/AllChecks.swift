@@ -91,5 +91,6 @@ extension ConformanceSuite {
         ConformanceCheck(name: "concurrentAppendOperations", concurrentAppendOperations),
         ConformanceCheck(name: "concurrentWritersOnSeveralTables", concurrentWritersOnSeveralTables),
         ConformanceCheck(name: "persistenceAcrossReopen", persistenceAcrossReopen),
+        ConformanceCheck(name: "repeatedReadsSeeCurrentRowsAndDefinition", repeatedReadsSeeCurrentRowsAndDefinition),
     ]
 }

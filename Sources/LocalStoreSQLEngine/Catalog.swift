@@ -236,3 +236,69 @@ final class TableInfo: Sendable {
         return columns
     }
 }
+
+/// A read query resolved against one table definition and compiled to SQL on one connection (the
+/// connection's limits and functions shape the text): reused while that definition is current, so a
+/// query a call path runs again and again (the head of the operation queue, the delta-token lookup of
+/// one pair) is resolved and compiled once.
+final class CompiledQuery {
+    let table: TableInfo
+    let resolved: ResolvedQuery
+    /// The row statement (`nil` when the query returns no rows).
+    let select: Fragment?
+    /// The total-count statement (`nil` unless the query asks for the count).
+    let count: Fragment?
+
+    /// Whether the rows carry every column in schema order (built from the table's item template).
+    let projectsAllColumns: Bool
+
+    init(table: TableInfo, resolved: ResolvedQuery, select: Fragment?, count: Fragment?) {
+        self.table = table
+        self.resolved = resolved
+        self.select = select
+        self.count = count
+        projectsAllColumns = resolved.projection == table.allColumns
+    }
+}
+
+extension Query {
+    /// Whether a query equal to this one (`==`) is this one byte for byte, so that what was compiled for
+    /// one may serve the other: every string in it (table, columns, literals) is ASCII, it holds no json
+    /// literal and no negative zero. Swift compares strings by canonical equivalence (`"\u{212A}"`, the
+    /// Kelvin sign, equals `"K"`) and doubles by value (`-0.0 == 0.0`), but the SQL binds the bytes.
+    var isByteComparable: Bool {
+        func ascii(_ s: String) -> Bool { s.utf8.allSatisfy { $0 < 0x80 } }
+        func value(_ v: Value) -> Bool {
+            switch v {
+            case .string(let s): return ascii(s)
+            case .json: return false
+            case .double(let d): return !(d == 0 && d.sign == .minus)
+            case .date(let d): return !(d.timeIntervalSinceReferenceDate == 0 && d.timeIntervalSinceReferenceDate.sign == .minus)
+            case .null, .bool, .int, .binary: return true
+            }
+        }
+        func expression(_ e: QueryExpression) -> Bool {
+            switch e {
+            case .field(let name): return ascii(name)
+            case .literal(let v): return value(v)
+            case .arithmetic(_, let l, let r): return expression(l) && expression(r)
+            case .toLower(let x), .toUpper(let x), .length(let x): return expression(x)
+            case .function(_, let arguments): return arguments.allSatisfy(expression)
+            }
+        }
+        func predicate(_ p: QueryPredicate) -> Bool {
+            switch p {
+            case .true, .false: return true
+            case .and(let ps), .or(let ps): return ps.allSatisfy(predicate)
+            case .not(let inner): return predicate(inner)
+            case .compare(let l, _, let r, _): return expression(l) && expression(r)
+            case .isNull(let e), .isNotNull(let e): return expression(e)
+            case .in(let e, let values): return expression(e) && values.allSatisfy(value)
+            case .between(let e, let low, let high): return expression(e) && value(low) && value(high)
+            case .string(_, let l, let r, _): return expression(l) && expression(r)
+            }
+        }
+        return ascii(table) && sort.allSatisfy { ascii($0.field) } && (select ?? []).allSatisfy(ascii)
+            && (self.predicate.map(predicate) ?? true)
+    }
+}

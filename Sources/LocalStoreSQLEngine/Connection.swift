@@ -37,8 +37,14 @@ final class Connection {
     /// The statement taken last, checked before the cache: a call path that runs the same SQL again
     /// passes the same string, which compares equal without hashing or reading it.
     private var recent: (sql: String, cached: Cached)?
-    /// The table name a ``Session`` folded last on this connection, with its folded form.
-    var lastFolded: (name: String, folded: String)?
+    /// The table a ``Session`` looked up last on this connection: the name as the caller spelled it and
+    /// the catalog generation it was found in (see ``SQLEngine/tableInfo(_:on:)``).
+    var lastTable: (name: String, generation: Int, info: TableInfo)?
+    /// Queries resolved and compiled on this connection (``Session/read(_:)``), by query; an entry is
+    /// used only while its table is the catalog's current ``TableInfo`` object.
+    private var compiledQueries: [Query: CompiledQuery] = [:]
+    /// The most entries ``compiledQueries`` keeps (it is emptied when full).
+    static let compiledQueryCapacity = 32
     private var useCounter: UInt64 = 0
     private let cacheCapacity: Int
     private var isClosed = false
@@ -103,12 +109,30 @@ final class Connection {
         for (_, c) in cache where !c.inUse { _ = api.finalize(c.statement) }
         cache.removeAll()
         recent = nil
+        compiledQueries.removeAll()
+        lastTable = nil
         _ = api.close_v2(db)
     }
 
     /// Registers the `localstore_*` SQL functions (see ``SQLFunctions``).
     func registerFunctions() {
         hasFunctions = SQLFunctions.register(on: db, api: api)
+    }
+
+    /// The compiled form of `query` for table `t`, when this connection compiled it for that very table
+    /// definition.
+    func compiledQuery(_ query: Query, table t: TableInfo) -> CompiledQuery? {
+        guard !compiledQueries.isEmpty, let c = compiledQueries[query], c.table === t else { return nil }
+        return c
+    }
+
+    /// Keeps `compiled` for later reads of `query`. Queries binding many values are not kept (their
+    /// literals would stay in memory and hashing them costs about as much as compiling).
+    func keepCompiledQuery(_ query: Query, _ compiled: CompiledQuery) {
+        let arguments = (compiled.select?.arguments.count ?? 0) + (compiled.count?.arguments.count ?? 0)
+        guard arguments <= 16 else { return }
+        if compiledQueries.count >= Self.compiledQueryCapacity { compiledQueries.removeAll(keepingCapacity: true) }
+        compiledQueries[query] = compiled
     }
 
     // MARK: Errors

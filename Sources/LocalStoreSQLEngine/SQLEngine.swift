@@ -100,6 +100,9 @@ package final class SQLEngine: @unchecked Sendable {
 
     /// Tables by folded name. Replaced only after the transaction that changed the file committed.
     private let catalog = LockedValue<[String: TableInfo]>([:])
+    /// Bumped (inside `catalog`'s lock) whenever `catalog` changes, so a connection can keep the table
+    /// it looked up last without taking the lock or hashing the name again.
+    private let catalogGeneration = Atomic<Int>(0)
     /// `PRAGMA schema_version` read just before `catalog` was last loaded from the file (-1: never).
     private let catalogSchemaVersion = Atomic<Int64>(-1)
     /// Serializes reloads of `catalog` (see ``refreshCatalog(_:)``).
@@ -143,7 +146,7 @@ package final class SQLEngine: @unchecked Sendable {
         let w = try openConnection(create: !isReadOnlyLocation)
         do {
             let tables = try setUp(w)
-            catalog.withLock { $0 = tables }
+            replaceCatalog(tables)
         } catch {
             w.close()
             throw error
@@ -178,17 +181,24 @@ package final class SQLEngine: @unchecked Sendable {
         return catalog.withLock { $0[key] }
     }
 
-    /// ``tableInfo(_:)`` for a call on `connection`, which remembers the last name it folded (a call
-    /// path names the same table again and again; folding allocates a new string).
+    /// ``tableInfo(_:)`` for a call on `connection`, which remembers the table it looked up last and
+    /// the catalog generation it found it in: a call path names the same table again and again, and
+    /// while the catalog is unchanged the answer is the same object (no lock, no folding, no hashing).
     func tableInfo(_ name: String, on connection: Connection) -> TableInfo? {
-        let key: String
-        if let last = connection.lastFolded, last.name == name {
-            key = last.folded
-        } else {
-            key = Identifier.fold(name)
-            connection.lastFolded = (name, key)
+        let generation = catalogGeneration.load(ordering: .acquiring)
+        if let last = connection.lastTable, last.generation == generation, last.name == name { return last.info }
+        let key = Identifier.fold(name)
+        guard let info = catalog.withLock({ $0[key] }) else { return nil }
+        connection.lastTable = (name, generation, info)
+        return info
+    }
+
+    /// Replaces the whole catalog.
+    private func replaceCatalog(_ tables: [String: TableInfo]) {
+        catalog.withLock {
+            $0 = tables
+            catalogGeneration.add(1, ordering: .releasing)
         }
-        return catalog.withLock { $0[key] }
     }
 
     // MARK: Opening
@@ -416,14 +426,14 @@ package final class SQLEngine: @unchecked Sendable {
     /// another store instance on the same file, defined or changed a table. Costs one cached
     /// `PRAGMA schema_version` per call; the full reload only happens after a schema change. The
     /// version is read before the catalog, so a change in between only causes one more reload later.
-    private func refreshCatalog(_ c: Connection) throws {
+    func refreshCatalog(_ c: Connection) throws {
         if try c.scalarInt("PRAGMA schema_version") == catalogSchemaVersion.load(ordering: .acquiring) { return }
         try catalogReload.withLock {
             guard let version = try c.scalarInt("PRAGMA schema_version"),
                 version != catalogSchemaVersion.load(ordering: .acquiring)
             else { return }
             let tables = try loadCatalog(c)
-            catalog.withLock { $0 = tables }
+            replaceCatalog(tables)
             catalogSchemaVersion.store(version, ordering: .releasing)
         }
     }
@@ -649,7 +659,10 @@ package final class SQLEngine: @unchecked Sendable {
                 abandon(w)
                 throw error
             }
-            catalog.withLock { $0[Identifier.fold(updated.schema.name)] = updated }
+            catalog.withLock {
+                $0[Identifier.fold(updated.schema.name)] = updated
+                catalogGeneration.add(1, ordering: .releasing)
+            }
         }
     }
 

@@ -7,7 +7,12 @@ struct Session {
     let engine: SQLEngine
     let connection: Connection
 
+    /// The table `name`. A name the catalog does not know reloads it first when the file's schema
+    /// changed (another process or store object defined the table): short reads on the writer
+    /// connection do not look at `PRAGMA schema_version` before every call.
     func table(_ name: String) throws -> TableInfo {
+        if let t = engine.tableInfo(name, on: connection) { return t }
+        try engine.refreshCatalog(connection)
         guard let t = engine.tableInfo(name, on: connection) else { throw LocalStoreError.unknownTable(name) }
         return t
     }
@@ -96,22 +101,43 @@ struct Session {
 
     func read(_ query: Query) throws -> ReadResult {
         let t = try table(query.table)
-        let q = try ResolvedQuery(query, schema: t.schema)
-        let hasFunctions = connection.hasFunctions
-        let limit = connection.variableLimit
-        let wantsRows = q.top != 0
+        // A query this connection already compiled for this table definition is not resolved and
+        // compiled again (the SQL depends only on the query, the definition and the connection).
+        let compiled: CompiledQuery
+        let cacheable = query.isByteComparable
+        if cacheable, let c = connection.compiledQuery(query, table: t) {
+            compiled = c
+        } else {
+            let q = try ResolvedQuery(query, schema: t.schema)
+            let hasFunctions = connection.hasFunctions
+            let limit = connection.variableLimit
+            do {
+                let select = q.top != 0
+                    ? try SQLCompiler.select(q, table: t.sqlName, columns: q.projection, hasFunctions: hasFunctions, variableLimit: limit)
+                    : nil
+                let count = q.includeTotalCount
+                    ? try SQLCompiler.count(q, table: t.sqlName, hasFunctions: hasFunctions, variableLimit: limit) : nil
+                compiled = CompiledQuery(table: t, resolved: q, select: select, count: count)
+            } catch is NeedsFallback {
+                engine.noteFallback()
+                return q.apply(to: try allRows(t))
+            }
+            if cacheable { connection.keepCompiledQuery(query, compiled) }
+        }
+        let q = compiled.resolved
         let run = {
             try compiledOrFallback {
                 var items: [Item] = []
-                if wantsRows {
-                    let text = try SQLCompiler.select(
-                        q, table: t.sqlName, columns: q.projection, hasFunctions: hasFunctions, variableLimit: limit)
-                    try rows(text) { s in items.append(try item(s, t.schema, q.projection)) }
+                if let select = compiled.select {
+                    if compiled.projectsAllColumns {
+                        try rows(select) { s in items.append(try fullItem(s, t)) }
+                    } else {
+                        try rows(select) { s in items.append(try item(s, t.schema, q.projection)) }
+                    }
                 }
                 var total: Int?
-                if q.includeTotalCount {
-                    let text = try SQLCompiler.count(q, table: t.sqlName, hasFunctions: hasFunctions, variableLimit: limit)
-                    try rows(text) { s in total = Int(s.int64(0)) }
+                if let count = compiled.count {
+                    try rows(count) { s in total = Int(s.int64(0)) }
                 }
                 return ReadResult(items: items, totalCount: total)
             } fallback: {
@@ -119,7 +145,7 @@ struct Session {
             }
         }
         // Rows and count come from one snapshot.
-        return wantsRows && q.includeTotalCount ? try snapshot(run) : try run()
+        return compiled.select != nil && compiled.count != nil ? try snapshot(run) : try run()
     }
 
     /// The `detail` lines of SQLite's `EXPLAIN QUERY PLAN` for the statement ``read(_:)`` runs for

@@ -11,12 +11,21 @@ import Testing
 struct SchemaChangeTests {
     @Test(arguments: Library.available)
     func tablesAndColumnsDefinedByAnotherInstanceAreSeen(_ library: Library) throws {
+        try withTwoInstances(library) { a, b in try tablesAndColumnsAreSeen(a, b) }
+    }
+
+    /// Runs `body` with two stores open on one new file.
+    private func withTwoInstances(_ library: Library, _ body: (SQLiteStore, SQLiteStore) throws -> Void) throws {
         let dir = try TemporaryDirectory()
         let path = dir.path("store.sqlite")
         let a = try library.open(path)
         defer { try? a.close() }
         let b = try library.open(path)
         defer { try? b.close() }
+        try body(a, b)
+    }
+
+    private func tablesAndColumnsAreSeen(_ a: SQLiteStore, _ b: SQLiteStore) throws {
         #expect(try a.tableSchemas().isEmpty)
 
         // A new table, defined by b after a opened: listed, readable and writable through a.
@@ -39,5 +48,26 @@ struct SchemaChangeTests {
         // a defining the same table again with the column it already has changes nothing.
         try a.defineTable(TableSchema("T", ["text": .string, "extra": .integer]))
         #expect(try b.read(table: "T", id: "x")?["extra"] == 8)
+    }
+
+    /// Short reads (by id, `top` 1) run on the idle writer connection without reading `PRAGMA
+    /// schema_version` first: a table the catalog does not know makes it look, so a table another
+    /// instance defined is readable at once, before any other call reloaded the catalog.
+    @Test(arguments: Library.available)
+    func aTableDefinedByAnotherInstanceIsReadableByIdAtOnce(_ library: Library) throws {
+        try withTwoInstances(library) { a, b in try tableIsReadableAtOnce(a, b) }
+    }
+
+    private func tableIsReadableAtOnce(_ a: SQLiteStore, _ b: SQLiteStore) throws {
+        try a.defineTable(TableSchema("First", ["text": .string]))
+        #expect(try a.read(table: "First", id: "none") == nil)
+
+        try b.defineTable(TableSchema("Second", ["text": .string]))
+        try b.upsert([["id": "x", "text": "from b"]], into: "Second")
+        #expect(try a.read(table: "Second", id: "x")?["text"] == "from b")
+        try b.defineTable(TableSchema("Third", ["text": .string]))
+        try b.upsert([["id": "y", "text": "from b"]], into: "Third")
+        #expect(try a.read(Query("Third", top: 1)).items.first?["text"] == "from b")
+        #expect(throws: LocalStoreError.self) { try a.read(table: "Fourth", id: "x") }
     }
 }

@@ -113,6 +113,7 @@ struct ConformanceTests {
         "concurrentAppendOperations",
         "concurrentWritersOnSeveralTables",
         "persistenceAcrossReopen",
+        "repeatedReadsSeeCurrentRowsAndDefinition",
     ]
 
     @Test("every check of the suite is run by a test function")
@@ -255,6 +256,7 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func concurrentAppendOperations(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func concurrentWritersOnSeveralTables(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func persistenceAcrossReopen(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func repeatedReadsSeeCurrentRowsAndDefinition(_ backend: StoreFactory) throws { try runCheck(backend) }
 }
 
 /// The in-memory store with one deliberate fault, to show that the suite notices broken backends.

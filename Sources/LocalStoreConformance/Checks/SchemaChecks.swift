@@ -234,3 +234,54 @@ extension ConformanceSuite {
 func alternatingCase(_ s: String) -> String {
     s.enumerated().map { $0.offset % 2 == 0 ? $0.element.lowercased() : $0.element.uppercased() }.joined()
 }
+
+extension ConformanceSuite {
+    /// The same `Query` value and the same read by id, run again and again, always answer from the
+    /// current rows and the current definition: after writes, after a redefinition adds a column, inside
+    /// a write transaction and in another spelling of the table name. (Backends may
+    /// keep what they resolved for a query or a table between calls; this is what they must not keep.)
+    public static func repeatedReadsSeeCurrentRowsAndDefinition(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(TableSchema("Repeat", ["n": .integer]))
+            let head = Query("Repeat", sort: [SortKey("n")], top: 1)
+            let counted = Query("Repeat", where: Field("n") > 0, top: 1, includeTotalCount: true)
+            let chosen = Query("Repeat", sort: [SortKey("n", .descending)], top: 1, select: ["n"])
+            try expectEqual(try store.read(head).items.count, 0, "empty table")
+            try expectEqual(try store.read(counted).totalCount, 0, "empty count")
+            try store.upsert([["id": "a", "n": 5]], into: "Repeat")
+            try expectIdentical(try store.read(head).items.first, ["id": "a", "n": 5], "the row written since")
+            try expectEqual(try store.read(counted).totalCount, 1, "count after one write")
+            try store.upsert([["id": "b", "n": 2], ["id": "c", "n": 9]], into: "Repeat")
+            try expectIdentical(try store.read(head).items.first, ["id": "b", "n": 2], "a new head")
+            try expectEqual(try store.read(counted).totalCount, 3, "count after more writes")
+            try expectEqual(try store.read(chosen).items.first?["n"], 9, "projection, newest rows")
+            try expectIdentical(try store.read(table: "Repeat", id: "a"), ["id": "a", "n": 5], "read by id")
+
+            try store.defineTable(TableSchema("Repeat", ["n": .integer, "extra": .string]))
+            try expectIdentical(try store.read(head).items.first, ["id": "b", "n": 2, "extra": nil], "the new column, null")
+            try expectIdentical(try store.read(table: "Repeat", id: "a"), ["id": "a", "n": 5, "extra": nil], "read by id: new column")
+            try store.upsert([["id": "b", "extra": "x"]], into: "Repeat")
+            try expectIdentical(try store.read(head).items.first, ["id": "b", "n": 2, "extra": "x"], "the new column, set")
+            try expectIdentical(try store.read(table: "REPEAT", id: "B"), ["id": "b", "n": 2, "extra": "x"], "another spelling")
+
+            try store.defineTable(TableSchema("Repeat", ["n": .integer, "extra": .string, "more": .boolean]))
+            try store.write { tx in
+                try expectIdentical(
+                    try tx.read(head).items.first, ["id": "b", "n": 2, "extra": "x", "more": nil], "inside a transaction")
+                try tx.upsert([["id": "b", "more": true]], into: "Repeat")
+                try expectIdentical(
+                    try tx.read(head).items.first, ["id": "b", "n": 2, "extra": "x", "more": true], "a write of the same transaction")
+                try expectIdentical(
+                    try tx.read(table: "Repeat", id: "b"), ["id": "b", "n": 2, "extra": "x", "more": true],
+                    "read by id in the transaction")
+            }
+            try expectIdentical(try store.read(head).items.first, ["id": "b", "n": 2, "extra": "x", "more": true], "after the commit")
+            try expectIdentical(
+                try store.read(table: "Repeat", id: "c"), ["id": "c", "n": 9, "extra": nil, "more": nil], "read by id after the commit")
+            try store.delete(ids: ["b"], from: "Repeat")
+            try expectEqual(try store.read(head).items.first?["id"], "a", "after a delete")
+            try expectEqual(try store.read(counted).totalCount, 2, "count after a delete")
+            try expectEqual(try store.read(table: "Repeat", id: "b"), nil, "a deleted row")
+        }
+    }
+}
