@@ -1,3 +1,4 @@
+import CLMDB
 import Foundation
 import LocalStore
 
@@ -268,4 +269,29 @@ enum MetaKey {
 
     /// The name of the catalog database.
     static let database = "meta"
+}
+
+/// What a read by id of one table needs, resolved once per catalog generation and table spelling: the
+/// definition, the primary database's handle and an item template (every column mapped to null, with
+/// each column's position in it), so that a read sets the row's values by position without hashing a
+/// column name.
+final class ReadByIdPlan: Sendable {
+    let generation: UInt64
+    /// The table name as the caller spelled it.
+    let name: String
+    let table: TableDefinition
+    let dbi: MDB_dbi
+    let itemTemplate: [String: Value]
+    let itemTemplateIndices: [Dictionary<String, Value>.Index]
+
+    init(generation: UInt64, name: String, table: TableDefinition, dbi: MDB_dbi) {
+        self.generation = generation
+        self.name = name
+        self.table = table
+        self.dbi = dbi
+        var template: [String: Value] = Dictionary(minimumCapacity: table.schema.columns.count)
+        for c in table.schema.columns { template[c.name] = .null }
+        itemTemplate = template
+        itemTemplateIndices = table.schema.columns.map { template.index(forKey: $0.name) ?? template.startIndex }
+    }
 }

@@ -41,6 +41,9 @@ final class Environment: @unchecked Sendable {
         /// transaction sized by `maximumDatabases` every time).
         var idleReaders: [IdleReader] = []
         var catalog: Catalog?
+        /// The snapshot (`mdb_txn_id` of a read transaction) in which `catalog` was last found current:
+        /// a read of the same snapshot needs no look at the catalog's generation.
+        var catalogSnapshot: Int?
         var references = 1
         var isOpen = true
         var isClosing = false
@@ -58,6 +61,11 @@ final class Environment: @unchecked Sendable {
     let handleLock = PosixMutex()
     let writer = WriterThread()
     let state = LockedValue(State())
+    /// The catalog database's handle, set by ``initialize()`` before the environment is shared (it
+    /// never changes afterwards).
+    private(set) var metaHandle: MDB_dbi = 0
+    /// What reads by id of recently read tables need, per catalog generation (``ReadByIdPlan``).
+    let readByIdPlans = LockedValue<[ReadByIdPlan]>([])
     /// Tests only: runs after a full write transaction was aborted for a map growth, before the
     /// new one begins (the window in which another process may commit).
     let afterGrowthAbortHook = LockedValue<(@Sendable () -> Void)?>(nil)
@@ -281,9 +289,11 @@ final class Environment: @unchecked Sendable {
                     handles[name] = dbi
                 }
             }
+            metaHandle = meta
             state.withLock {
                 $0.handles = handles
                 $0.catalog = catalog
+                $0.catalogSnapshot = nil
             }
             return true
         }
@@ -389,16 +399,52 @@ final class Environment: @unchecked Sendable {
 
     func handle(_ name: String) -> MDB_dbi? { state.withLock { $0.handles[name] } }
 
+    /// The read-by-id plan of table `name` (as the caller spelled it) in `catalog`: the cached one when
+    /// it was made for the same spelling and catalog generation, else a new one (kept, at most eight).
+    func readByIdPlan(_ name: String, in catalog: Catalog) throws -> ReadByIdPlan {
+        let generation = catalog.generation
+        if let plan = readByIdPlans.withLock({ plans in plans.first { $0.generation == generation && $0.name == name } }) {
+            return plan
+        }
+        guard let table = catalog.table(name) else { throw LocalStoreError.unknownTable(name) }
+        guard let dbi = handle(table.database) else {
+            throw LocalStoreError(.internal, "the LMDB database '\(table.database)' has no handle")
+        }
+        let plan = ReadByIdPlan(generation: generation, name: name, table: table, dbi: dbi)
+        readByIdPlans.withLock { plans in
+            plans.removeAll { $0.generation != generation }
+            if plans.count >= 8 { plans.removeFirst() }
+            plans.append(plan)
+        }
+        return plan
+    }
+
+    /// ``catalog(for:)`` for a read transaction: when the cached catalog was found current in the same
+    /// snapshot (same transaction id: nothing committed since), it is returned without reading the
+    /// generation.
+    func catalog(forRead txn: OpaquePointer) throws -> Catalog {
+        let snapshot = mdb_txn_id(txn)
+        if let cached = state.withLock({ $0.catalogSnapshot == snapshot ? $0.catalog : nil }) { return cached }
+        let catalog = try self.catalog(for: txn)
+        state.withLock { s in
+            if s.catalog?.generation == catalog.generation { s.catalogSnapshot = snapshot }
+        }
+        return catalog
+    }
+
     /// The catalog of the snapshot `txn`, from the cache when its generation matches.
     /// Throws ``MissingHandlesSignal`` when a table has no handle in this process yet.
     func catalog(for txn: OpaquePointer) throws -> Catalog {
-        guard let meta = handle(MetaKey.database) else { throw LocalStoreError(.internal, "the catalog handle is not open") }
+        let meta = metaHandle
         let generation = try Environment.generation(txn, meta)
         if let cached = state.withLock({ $0.catalog }), cached.generation == generation { return cached }
         let catalog = try Environment.loadCatalog(txn, meta)
         let missing = state.withLock { s -> [String] in
             let names = catalog.tables.values.flatMap(\.databases).filter { s.handles[$0] == nil }
-            if names.isEmpty, s.catalog.map({ $0.generation < generation }) ?? true { s.catalog = catalog }
+            if names.isEmpty, s.catalog.map({ $0.generation < generation }) ?? true {
+                s.catalog = catalog
+                s.catalogSnapshot = nil
+            }
             return names
         }
         if !missing.isEmpty { throw MissingHandlesSignal(names: missing) }
@@ -430,7 +476,10 @@ final class Environment: @unchecked Sendable {
     func publish(handles: [String: MDB_dbi], catalog: Catalog?) {
         state.withLock { s in
             s.handles.merge(handles) { old, _ in old }
-            if let catalog, s.catalog.map({ $0.generation < catalog.generation }) ?? true { s.catalog = catalog }
+            if let catalog, s.catalog.map({ $0.generation < catalog.generation }) ?? true {
+                s.catalog = catalog
+                s.catalogSnapshot = nil
+            }
         }
     }
 
@@ -544,7 +593,7 @@ final class Environment: @unchecked Sendable {
             if let tracker, tracker.center.isObserved { tracker.sawCommitted(mdb_txn_id(txn)) }
             let catalog: Catalog
             do {
-                catalog = try self.catalog(for: txn)
+                catalog = try self.catalog(forRead: txn)
             } catch let missing as MissingHandlesSignal {
                 endRead(txn)
                 try openHandles(missing.names)

@@ -382,11 +382,32 @@ final class TxnContext {
     func schema(of table: String) -> TableSchema? { catalog.table(table)?.schema }
 
     func read(table name: String, id: Value) throws -> Item? {
-        let t = try table(name)
+        // A read transaction's catalog is a committed one: its table, database handle and item
+        // template come from the plan cached for its generation (no folding, hashing or handle lookup).
+        guard !isWrite else {
+            let t = try table(name)
+            try t.schema.checkId(id)
+            guard let found = try findRow(t, id: id) else { return nil }
+            var values: [String: Value] = Dictionary(minimumCapacity: t.schema.columns.count)
+            for (n, c) in t.schema.columns.enumerated() { values[c.name] = found.row[n] }
+            return Item(values)
+        }
+        let plan = try environment.readByIdPlan(name, in: catalog)
+        let t = plan.table
         try t.schema.checkId(id)
-        guard let found = try findRow(t, id: id) else { return nil }
-        var values: [String: Value] = Dictionary(minimumCapacity: t.schema.columns.count)
-        for (n, c) in t.schema.columns.enumerated() { values[c.name] = found.row[n] }
+        let row: [Value]
+        var key: [UInt8] = []
+        key.reserveCapacity(32)
+        KeyCodec.appendId(id, into: &key)
+        if key.count <= KeyCodec.prefixLimit {
+            guard let decoded = try withValue(plan.dbi, key, { try RecordCodec.decode($0, schema: t.schema) }) else { return nil }
+            row = decoded.row
+        } else {
+            guard let found = try findRow(t, id: id) else { return nil }
+            row = found.row
+        }
+        var values = plan.itemTemplate
+        for n in row.indices { values.values[plan.itemTemplateIndices[n]] = row[n] }
         return Item(values)
     }
 
