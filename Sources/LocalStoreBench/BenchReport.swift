@@ -14,6 +14,39 @@ extension BenchReport {
         }
     }
 
+    /// One per-operation target of issue 14: `backend ÷ reference` throughput on `workload` of at least
+    /// `minimum`, and what this run measured (`nil` when either side did not run the workload).
+    public struct Target: Sendable, Hashable {
+        public var backend: String
+        public var reference: String
+        public var workload: String
+        public var minimum: Double
+        public var ratio: Double?
+
+        /// Whether the run met the target (`nil` when it was not measured).
+        public var isMet: Bool? { ratio.map { $0 >= minimum } }
+    }
+
+    /// The per-operation targets (`sqlite` ≥ 0.8× `sqlite-c` on every workload; `lmdb` ≥ 0.8× `lmdb-c` on
+    /// read-by-id, push-drain and delta-token; `sqlcipher` ≥ 0.6× `sqlite` on local-write, push-drain,
+    /// delta-token and update, ≥ 0.9× on read-by-id), with the ratios of this run: operations per second
+    /// of the backend divided by the reference's, both from this report. Targets whose two sides did not
+    /// both run are left out.
+    public func targets() -> [Target] {
+        var rates: [String: Double] = [:]
+        for r in results { rates["\(r.backend)|\(r.workload)"] = r.opsPerSecond }
+        var out: [Target] = []
+        func add(_ backend: String, _ reference: String, _ workload: String, _ minimum: Double) {
+            guard let a = rates["\(backend)|\(workload)"], let b = rates["\(reference)|\(workload)"] else { return }
+            out.append(Target(backend: backend, reference: reference, workload: workload, minimum: minimum, ratio: b > 0 ? a / b : nil))
+        }
+        for w in Workload.allCases { add("sqlite", "sqlite-c", w.rawValue, 0.8) }
+        for w in [Workload.readById, .pushDrain, .deltaToken] { add("lmdb", "lmdb-c", w.rawValue, 0.8) }
+        for w in [Workload.localWrite, .pushDrain, .deltaToken, .update] { add("sqlcipher", "sqlite", w.rawValue, 0.6) }
+        add("sqlcipher", "sqlite", Workload.readById.rawValue, 0.9)
+        return out
+    }
+
     /// The report as one JSON object (keys sorted, so runs diff cleanly).
     public func json() throws -> String {
         let encoder = JSONEncoder()
@@ -51,6 +84,17 @@ extension BenchReport {
             foot.append([fp.backend, Self.bytes(fp.storeBytes), Self.bytes(fp.peakMemoryBytes)])
         }
         out += Self.align(foot, rightAligned: [1, 2])
+        let goals = self.targets()
+        if !goals.isEmpty {
+            var rows = [["target", "workload", "ratio", "minimum", "verdict"]]
+            for t in goals {
+                rows.append([
+                    "\(t.backend) ÷ \(t.reference)", t.workload, t.ratio.map { String(format: "%.3f", $0) } ?? "-",
+                    String(format: "%.1f", t.minimum), t.isMet.map { $0 ? "met" : "missed" } ?? "-",
+                ])
+            }
+            out += "\n" + Self.align(rows, rightAligned: [2, 3])
+        }
         for fp in footprints {
             guard let heap = fp.residentBytesPerRow, let payload = fp.payloadBytesPerRow, payload > 0 else { continue }
             out += "\n\(fp.backend): \(Int(heap.rounded())) B resident per row for \(Int(payload.rounded())) B of payload ("

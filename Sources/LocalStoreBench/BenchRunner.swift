@@ -56,6 +56,21 @@ public struct BenchResult: Sendable, Codable, Hashable {
     public var p99Micros: Double?
     public var ratioToBaseline: Double?
 
+    /// Creates a result row.
+    public init(
+        backend: String, workload: String, ops: Int, seconds: Double, opsPerSecond: Double, p50Micros: Double?,
+        p99Micros: Double?, ratioToBaseline: Double?
+    ) {
+        self.backend = backend
+        self.workload = workload
+        self.ops = ops
+        self.seconds = seconds
+        self.opsPerSecond = opsPerSecond
+        self.p50Micros = p50Micros
+        self.p99Micros = p99Micros
+        self.ratioToBaseline = ratioToBaseline
+    }
+
     enum CodingKeys: String, CodingKey {
         case backend, workload, ops, seconds, opsPerSecond, p50Micros, p99Micros, ratioToBaseline
     }

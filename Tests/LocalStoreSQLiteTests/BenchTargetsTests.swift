@@ -1,0 +1,45 @@
+import LocalStoreBench
+import Testing
+
+/// The per-operation targets `localstore bench` prints under its tables.
+@Suite("Bench: per-operation targets")
+struct BenchTargetsTests {
+    private func result(_ backend: String, _ workload: String, _ rate: Double) -> BenchResult {
+        BenchResult(
+            backend: backend, workload: workload, ops: 1, seconds: 1 / rate, opsPerSecond: rate, p50Micros: nil, p99Micros: nil,
+            ratioToBaseline: nil)
+    }
+
+    @Test func ratiosVerdictsAndTheTableRows() {
+        let report = BenchReport(
+            records: 10, environment: [:],
+            results: [
+                result("sqlite-c", "read-by-id", 100), result("sqlite", "read-by-id", 79),
+                result("sqlite-c", "upsert", 10), result("sqlite", "upsert", 9),
+                result("sqlcipher", "read-by-id", 72), result("sqlcipher", "local-write", 50), result("sqlite", "local-write", 80),
+                result("lmdb-c", "push-drain", 10), result("lmdb", "push-drain", 8),
+                result("lmdb", "delta-token", 5),  // no lmdb-c row: not a target of this run
+            ],
+            footprints: [])
+        let targets = report.targets()
+        func target(_ backend: String, _ workload: String) -> BenchReport.Target? {
+            targets.first { $0.backend == backend && $0.workload == workload }
+        }
+        #expect(target("sqlite", "read-by-id")?.ratio == 0.79)
+        #expect(target("sqlite", "read-by-id")?.isMet == false)
+        #expect(target("sqlite", "upsert")?.isMet == true)
+        #expect(target("sqlite", "upsert")?.reference == "sqlite-c")
+        #expect(target("sqlcipher", "read-by-id")?.minimum == 0.9)
+        #expect(target("sqlcipher", "read-by-id")?.isMet == true)  // 72 / 79
+        #expect(target("sqlcipher", "local-write")?.ratio == 50.0 / 80.0)
+        #expect(target("sqlcipher", "local-write")?.isMet == true)
+        #expect(target("lmdb", "push-drain")?.isMet == true)
+        #expect(target("lmdb", "delta-token") == nil)
+        #expect(target("sqlite", "local-write") == nil)  // no sqlite-c row
+        #expect(targets.count == 5)
+        let table = report.table()
+        let line = table.split(separator: "\n").first { $0.hasPrefix("sqlite ÷ sqlite-c") && $0.contains("read-by-id") }
+        #expect(line?.contains("0.79") == true)
+        #expect(line?.contains("missed") == true)
+    }
+}
