@@ -69,6 +69,16 @@ final class Environment: @unchecked Sendable {
     /// Tests only: runs after a full write transaction was aborted for a map growth, before the
     /// new one begins (the window in which another process may commit).
     let afterGrowthAbortHook = LockedValue<(@Sendable () -> Void)?>(nil)
+    /// Tests only: runs in ``beginRead()`` after liblmdb began or renewed the read transaction and
+    /// before its snapshot is checked (`hasAfterReadBeginHook` keeps the check off the lock).
+    let afterReadBeginHook = LockedValue<(@Sendable () -> Void)?>(nil)
+    let hasAfterReadBeginHook = Atomic<Bool>(false)
+    /// Write transactions of this process whose `mdb_txn_commit` began, and those whose
+    /// `mdb_txn_commit` returned (see ``beginRead()``).
+    private let commitsBegun = Atomic<UInt64>(0)
+    private let commitsEnded = Atomic<UInt64>(0)
+    /// Read transactions begun again because their snapshot may be newer than their id (tests).
+    let readRestarts = Atomic<Int>(0)
 
     private init(env: OpaquePointer, key: Key, path: String, options: LMDBStoreOptions, crossProcessLock: CrossProcessWriterLock?) {
         self.crossProcessLock = crossProcessLock
@@ -325,7 +335,7 @@ final class Environment: @unchecked Sendable {
             defer { if !ended { mdb_txn_abort(txn) } }
             if try body(txn) {
                 ended = true
-                try LMDBErrors.commit(txn, path: path)
+                try commit(txn, signalsMapFull: false)
             }
         }
     }
@@ -550,8 +560,68 @@ final class Environment: @unchecked Sendable {
     /// process usually run at once.
     static let maximumIdleReaders = 4
 
-    /// A read transaction: an idle one renewed, or a new one. The caller holds the gate shared.
+    /// Commits `txn`, counted for ``beginRead()``. `signalsMapFull`: `MDB_MAP_FULL` is thrown as
+    /// ``MapFullSignal`` (the caller grows the map) rather than as a `full` error.
+    func commit(_ txn: OpaquePointer, signalsMapFull: Bool) throws {
+        commitsBegun.wrappingAdd(1, ordering: .sequentiallyConsistent)
+        defer { commitsEnded.wrappingAdd(1, ordering: .sequentiallyConsistent) }
+        try LMDBErrors.commit(txn, path: path, env: signalsMapFull ? env : nil)
+    }
+
+    /// How many times ``beginRead()`` begins a read transaction again before it gives up (`busy`);
+    /// a restart needs two commits during one begin, so this is never reached in practice.
+    static let maximumReadRestarts = 1000
+
+    /// A read transaction whose snapshot is the committed state its id names: an idle one renewed,
+    /// or a new one. The caller holds the gate shared.
+    ///
+    /// liblmdb (0.9.x) begins a read by reading the last committed id `T` from the lock file and then
+    /// copying meta page `T & 1`. A commit writes its meta page in place (before it publishes its
+    /// id), so a reader delayed between the two steps while `T + 1` commits and `T + 2` writes its
+    /// meta page copies the roots of `T + 2` (or of a later commit of the same parity, or a mix)
+    /// under the id `T`; a later read begun before `T + 2` publishes its id (with `synchronous`
+    /// durability the meta page is written a whole sync before) gets `T + 1`: it goes back in time.
+    /// The pages of `T + 2` stay valid (the reader slot holding `T` pins them), only the order breaks.
+    ///
+    /// A transaction is begun again when that may have happened:
+    /// * two commits of this process began and ended around it (`commitsEnded` read before,
+    ///   `commitsBegun` after: exact for this process's writers);
+    /// * a meta page already names a transaction newer than `T + 1` (`mdb_env_info`: catches other
+    ///   processes' commits, except one whose meta page is being copied at the very moment).
     private func beginRead() throws -> OpaquePointer {
+        var rejected: OpaquePointer?
+        var restarts = 0
+        while true {
+            let endedBefore = commitsEnded.load(ordering: .sequentiallyConsistent)
+            let txn: OpaquePointer
+            if let again = rejected, mdb_txn_renew(again) == MDB_SUCCESS {
+                txn = again
+            } else {
+                if let again = rejected { mdb_txn_abort(again) }
+                txn = try renewIdleOrBegin()
+            }
+            rejected = nil
+            if hasAfterReadBeginHook.load(ordering: .relaxed), let hook = afterReadBeginHook.withLock({ $0 }) { hook() }
+            // The meta page copy above happens before the counter is read.
+            atomicMemoryFence(ordering: .sequentiallyConsistent)
+            let begunAfter = commitsBegun.load(ordering: .sequentiallyConsistent)
+            var info = MDB_envinfo()
+            mdb_env_info(env, &info)
+            let id = mdb_txn_id(txn)
+            if begunAfter &- endedBefore < 2, info.me_last_txnid < id + 2 { return txn }
+            readRestarts.wrappingAdd(1, ordering: .relaxed)
+            restarts += 1
+            guard restarts < Environment.maximumReadRestarts else {
+                mdb_txn_abort(txn)
+                throw LocalStoreError(.busy, "a read transaction could not get a stable snapshot: commits kept overwriting the LMDB meta pages while it began")
+            }
+            mdb_txn_reset(txn)
+            rejected = txn
+        }
+    }
+
+    /// An idle read transaction renewed, or a new one.
+    private func renewIdleOrBegin() throws -> OpaquePointer {
         while let idle = state.withLock({ $0.idleReaders.popLast() })?.txn {
             if mdb_txn_renew(idle) == MDB_SUCCESS { return idle }
             // A renewal that fails (the map was resized by another process, a reader-table

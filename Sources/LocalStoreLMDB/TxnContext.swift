@@ -716,7 +716,7 @@ final class TxnContext {
                 }
                 let txn = try activeTxn()
                 self.txn = nil
-                try LMDBErrors.commit(txn, path: environment.path, env: env)
+                try environment.commit(txn, signalsMapFull: true)
                 environment.publish(handles: createdHandles, catalog: catalogChanged ? catalog : nil)
                 createdHandles = [:]
                 releaseHandleLock()
