@@ -129,7 +129,9 @@ let package = Package(
         // The DocC articles' code blocks, compiled and run (docs: Sources/*/*.docc).
         .testTarget(
             name: "LocalStoreDocTests",
-            dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB"]
+            dependencies: [
+                "LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB", "LocalStoreOpener",
+            ]
         ),
         // Power-loss recording (docs/reliability.md): a SQLite VFS shim and libc interposers, linked only
         // into localstore-crash-writer (the interposers bind every shared library of that process).

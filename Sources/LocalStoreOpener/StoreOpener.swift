@@ -40,6 +40,7 @@ public enum StoreOpener {
     /// Opens (or creates) the store `url` names.
     ///
     /// - Parameters:
+    ///   - url: the store to open.
     ///   - key: the key of a `sqlcipher:` store (required there, refused for every other backend: a key
     ///     never goes in the URL).
     ///   - systemTableNames: the system tables' names, for every backend.
@@ -73,8 +74,14 @@ public enum StoreOpener {
 
     /// Parses `url` (see ``StoreURL``) and opens the store it names.
     ///
+    /// - Parameters:
+    ///   - url: the store URL: `memory:`, `sqlite:PATH`, `sqlcipher:PATH` or `lmdb:PATH`.
+    ///   - key: the key of a `sqlcipher:` store (required there, refused for every other backend).
+    ///   - systemTableNames: the system tables' names, for every backend.
+    ///   - options: each backend's options; only those of `url`'s backend apply.
+    ///   - logger: where the store logs (swift-log).
     /// - Throws: `invalidURL` naming the part of `url` at fault, or any error of
-    ///   ``open(_:key:systemTableNames:options:logger:)``.
+    ///   ``open(_:key:systemTableNames:options:logger:)-(StoreURL,_,_,_,_)``.
     public static func open(
         _ url: String, key: SQLCipherKey? = nil, systemTableNames: SystemTableNames = .default,
         options: Options = Options(), logger: Logger? = nil

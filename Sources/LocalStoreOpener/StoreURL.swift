@@ -17,7 +17,7 @@ import LocalStore
 /// - Rejected with `LocalStoreError.Code.invalidURL`, the message naming the part at fault: a missing or
 ///   unknown scheme, a missing path (or a path after `memory:`), a host, user information, and any query
 ///   (`?…`) — in particular a key: **a key never goes in a store URL**, pass it to
-///   ``StoreOpener/open(_:key:systemTableNames:options:logger:)``. Error messages never repeat a query's
+///   ``StoreOpener/open(_:key:systemTableNames:options:logger:)-(StoreURL,_,_,_,_)``. Error messages never repeat a query's
 ///   values or user information.
 public struct StoreURL: Sendable, Hashable, CustomStringConvertible {
     /// The backend a store URL names.
