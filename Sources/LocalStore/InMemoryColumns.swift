@@ -127,7 +127,7 @@ final class MemColumn {
             return arena.withUnsafeBytes { p in
                 let x = UnsafeRawBufferPointer(rebasing: p[oa..<oa + la])
                 let y = UnsafeRawBufferPointer(rebasing: p[ob..<ob + lb])
-                return noCase && type == .string ? MemColumn.compareNoCase(x, y) : MemColumn.compareBytes(x, y)
+                return noCase && type == .string ? RawBytes.compareNoCase(x, y) : RawBytes.compare(x, y)
             }
         case .json:
             return Collation.compare(others[a], others[b], noCase: noCase)
@@ -152,69 +152,12 @@ final class MemColumn {
             return withBytes(slot) { x in
                 y.withUTF8 { yb in
                     let y = UnsafeRawBufferPointer(yb)
-                    return noCase ? MemColumn.compareNoCase(x, y) : MemColumn.compareBytes(x, y)
+                    return noCase ? RawBytes.compareNoCase(x, y) : RawBytes.compare(x, y)
                 }
             }
         default:
             return Collation.compare(value(slot), v, noCase: noCase)
         }
-    }
-
-    /// Byte order, then length (``ASCII/compareBytes(_:_:)`` on bytes); -1, 0 or 1.
-    static func compareBytes(_ x: UnsafeRawBufferPointer, _ y: UnsafeRawBufferPointer) -> Int {
-        let n = min(x.count, y.count)
-        if n > 0, let px = x.baseAddress, let py = y.baseAddress {
-            let c = memcmp(px, py, n)
-            if c != 0 { return c < 0 ? -1 : 1 }
-        }
-        return x.count < y.count ? -1 : (x.count == y.count ? 0 : 1)
-    }
-
-    /// ``Collation/compareNoCase(_:_:)`` on bytes (sign only). Eight bytes at a time while the left operand
-    /// has no NUL in them, then byte by byte.
-    static func compareNoCase(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
-        let n = min(a.count, b.count)
-        var i = 0
-        if let pa = a.baseAddress, let pb = b.baseAddress {
-            while i + 8 <= n {
-                let x = UInt64(littleEndian: pa.loadUnaligned(fromByteOffset: i, as: UInt64.self))
-                if hasZeroByte(x) { break }
-                let y = UInt64(littleEndian: pb.loadUnaligned(fromByteOffset: i, as: UInt64.self))
-                let fx = foldASCII(x)
-                let fy = foldASCII(y)
-                // The first differing byte decides: compare with the first byte most significant.
-                if fx != fy { return fx.byteSwapped < fy.byteSwapped ? -1 : 1 }
-                i += 8
-            }
-        }
-        while i < n {
-            var x = a[i]
-            var y = b[i]
-            if x >= 0x41 && x <= 0x5A { x |= 0x20 }
-            if y >= 0x41 && y <= 0x5A { y |= 0x20 }
-            if x == 0 {
-                if y != 0 { return -1 }
-                return a.count < b.count ? -1 : (a.count == b.count ? 0 : 1)
-            }
-            if x != y { return x < y ? -1 : 1 }
-            i += 1
-        }
-        return a.count < b.count ? -1 : (a.count == b.count ? 0 : 1)
-    }
-
-    /// Whether one of the eight bytes of `w` is zero.
-    @inline(__always) static func hasZeroByte(_ w: UInt64) -> Bool {
-        (w &- 0x0101_0101_0101_0101) & ~w & 0x8080_8080_8080_8080 != 0
-    }
-
-    /// The eight bytes of `w` with ASCII upper-case letters lower-cased (others unchanged).
-    @inline(__always) static func foldASCII(_ w: UInt64) -> UInt64 {
-        let low7 = w & 0x7F7F_7F7F_7F7F_7F7F
-        // High bit of each byte: at least 0x41, at least 0x5B (no carry crosses bytes: each sum < 0x100).
-        let atLeastA = low7 &+ 0x3F3F_3F3F_3F3F_3F3F
-        let pastZ = low7 &+ 0x2525_2525_2525_2525
-        let upper = atLeastA & ~pastZ & ~w & 0x8080_8080_8080_8080
-        return w | (upper >> 2)
     }
 
     // MARK: Writing
@@ -306,8 +249,8 @@ struct MemIdMap {
         if let p = bytes.baseAddress {
             while start + 8 <= bytes.count {
                 let w = UInt64(littleEndian: p.loadUnaligned(fromByteOffset: start, as: UInt64.self))
-                if MemColumn.hasZeroByte(w) { break }
-                hasher.combine(MemColumn.foldASCII(w))
+                if RawBytes.hasZeroByte(w) { break }
+                hasher.combine(RawBytes.foldASCII(w))
                 start += 8
             }
         }

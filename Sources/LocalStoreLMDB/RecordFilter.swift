@@ -339,9 +339,9 @@ indirect enum RecordTest {
             guard let s = try f.stringBytes(n) else { return false }
             let c = literal.withUnsafeBytes { l in
                 if noCase {
-                    return columnFirst ? RawStrings.compareNoCase(s, l) : RawStrings.compareNoCase(l, s)
+                    return columnFirst ? RawBytes.compareNoCase(s, l) : RawBytes.compareNoCase(l, s)
                 }
-                return columnFirst ? RawStrings.compareBytes(s, l) : RawStrings.compareBytes(l, s)
+                return columnFirst ? RawBytes.compare(s, l) : RawBytes.compare(l, s)
             }
             return op.holds(for: c)
         case .in(let n, let values, let noCase):
@@ -368,35 +368,6 @@ indirect enum RecordTest {
 /// Byte-level versions of the string rules of `Collation` and `ResolvedPredicate.matches`.
 enum RawStrings {
     @inline(__always) static func fold(_ b: UInt8) -> UInt8 { b >= 0x41 && b <= 0x5A ? b | 0x20 : b }
-
-    /// `ASCII.compareBytes`: bytes, then length; -1, 0 or 1.
-    static func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
-        let n = min(a.count, b.count)
-        if n > 0, let pa = a.baseAddress, let pb = b.baseAddress {
-            let c = memcmp(pa, pb, n)
-            if c != 0 { return c < 0 ? -1 : 1 }
-        }
-        return a.count < b.count ? -1 : (a.count == b.count ? 0 : 1)
-    }
-
-    /// `Collation.compareNoCase` (SQLite's NOCASE, NUL rule included), as its sign.
-    static func compareNoCase(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
-        let na = a.count
-        let nb = b.count
-        var i = 0
-        let n = min(na, nb)
-        while i < n {
-            let x = fold(a[i])
-            let y = fold(b[i])
-            if x == 0 {
-                if y != 0 { return -1 }
-                return na < nb ? -1 : (na == nb ? 0 : 1)
-            }
-            if x != y { return x < y ? -1 : 1 }
-            i += 1
-        }
-        return na < nb ? -1 : (na == nb ? 0 : 1)
-    }
 
     @inline(__always) static func equalAt(
         _ s: UnsafeRawBufferPointer, _ at: Int, _ p: UnsafeRawBufferPointer, noCase: Bool
@@ -573,7 +544,7 @@ struct SimpleRecordTest {
                 case .contains: return RawStrings.contains(s, pattern, noCase: false)
                 }
             }
-            comparison = RawStrings.compareBytes(s, pattern)
+            comparison = RawBytes.compare(s, pattern)
         }
         return op.holds(for: columnFirst ? comparison : -comparison)
     }
