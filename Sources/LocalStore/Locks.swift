@@ -111,17 +111,28 @@ package final class LockedValue<Value>: @unchecked Sendable {
 
 /// Remembers which thread holds a store's write lock, so that a call on the store from inside its
 /// own `write {}` body is refused with `misuse` instead of deadlocking.
+///
+/// The owner is an atomic thread identity (no lock: every read of every backend asks it). Only the
+/// writer thread sets and clears it, so a thread that finds its own identity there set it itself,
+/// and one that does not is not the writer; a relaxed load answers both exactly.
 package final class WriterThread: Sendable {
-    private let owner = LockedValue<pthread_t?>(nil)
+    /// `pthread_self()` of the thread holding the write lock, 0 when none does.
+    private let owner = Atomic<UInt>(0)
 
     package init() {}
 
-    package var isCurrentThread: Bool {
-        owner.withLock { o in o.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+    private static var current: UInt {
+        #if canImport(Glibc)
+        return UInt(pthread_self())
+        #else
+        return UInt(bitPattern: pthread_self())
+        #endif
     }
 
-    package func set() { owner.withLock { $0 = pthread_self() } }
-    package func clear() { owner.withLock { $0 = nil } }
+    package var isCurrentThread: Bool { owner.load(ordering: .relaxed) == WriterThread.current }
+
+    package func set() { owner.store(WriterThread.current, ordering: .relaxed) }
+    package func clear() { owner.store(0, ordering: .relaxed) }
 
     package func check() throws {
         if isCurrentThread {

@@ -272,26 +272,61 @@ enum MetaKey {
 }
 
 /// What a read by id of one table needs, resolved once per catalog generation and table spelling: the
-/// definition, the primary database's handle and an item template (every column mapped to null, with
-/// each column's position in it), so that a read sets the row's values by position without hashing a
-/// column name.
+/// definition, the primary database's handle and an ``ItemBuilder`` of whole rows (every column mapped
+/// to null in a template, with each column's position in it), so that a read decodes the record
+/// straight into the item without hashing a column name.
 final class ReadByIdPlan: Sendable {
     let generation: UInt64
     /// The table name as the caller spelled it.
     let name: String
     let table: TableDefinition
     let dbi: MDB_dbi
-    let itemTemplate: [String: Value]
-    let itemTemplateIndices: [Dictionary<String, Value>.Index]
+    let items: ItemBuilder
+    /// The type of the id column.
+    let idType: ColumnType
 
     init(generation: UInt64, name: String, table: TableDefinition, dbi: MDB_dbi) {
         self.generation = generation
         self.name = name
         self.table = table
         self.dbi = dbi
-        var template: [String: Value] = Dictionary(minimumCapacity: table.schema.columns.count)
-        for c in table.schema.columns { template[c.name] = .null }
-        itemTemplate = template
-        itemTemplateIndices = table.schema.columns.map { template.index(forKey: $0.name) ?? template.startIndex }
+        items = ItemBuilder(schema: table.schema)
+        idType = table.schema.idType
+    }
+
+    /// Whether `id` is a key of this table's type (`TableSchema.checkId` throws the error otherwise).
+    @inline(__always)
+    private func isIdOfType(_ id: Value) -> Bool {
+        switch (idType, id) {
+        case (.string, .string), (.integer, .int): return true
+        default: return false
+        }
+    }
+
+    /// Whether a read of `id` that ``read(_:id:)`` did not find must be looked up through a
+    /// ``TxnContext``: the id's key is longer than a stored key's prefix (docs/lmdb.md, "Long keys").
+    func needsContext(_ id: Value) -> Bool {
+        var key: [UInt8] = []
+        KeyCodec.appendId(id, into: &key)
+        return key.count > KeyCodec.prefixLimit
+    }
+
+    /// The item stored under `id` in `txn`'s snapshot; `nil` when there is none or when the id's key is
+    /// too long to be looked up directly (then ``needsContext(_:)`` is true). Throws the
+    /// `typeMismatch` of `TableSchema.checkId` for an id of another type.
+    func read(_ txn: OpaquePointer, id: Value) throws -> Item? {
+        if !isIdOfType(id) { try items.schema.checkId(id) }
+        var key: [UInt8] = []
+        key.reserveCapacity(40)
+        KeyCodec.appendId(id, into: &key)
+        guard key.count <= KeyCodec.prefixLimit else { return nil }
+        return try key.withUnsafeMutableBytes { k in
+            var kv = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
+            var dv = MDB_val()
+            let rc = mdb_get(txn, dbi, &kv, &dv)
+            if rc == MDB_NOTFOUND { return nil }
+            try LMDBErrors.check(rc, "cannot read")
+            return try items.item(UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size))
+        }
     }
 }

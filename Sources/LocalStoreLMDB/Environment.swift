@@ -655,6 +655,17 @@ final class Environment: @unchecked Sendable {
     /// Runs `body` in a read transaction (a consistent snapshot; never blocks on a writer). `tracker`
     /// learns the snapshot's transaction id when somebody observes (commits made elsewhere).
     func read<R>(tracker: LMDBChangeTracker? = nil, _ body: (TxnContext) throws -> R) throws -> R {
+        try readTransaction(tracker: tracker) { txn, catalog in
+            let context = TxnContext(environment: self, txn: txn, catalog: catalog, isWrite: false)
+            // The transaction is ended by `readTransaction`; the context only lets go of it.
+            defer { context.end(reusing: { _ in }) }
+            return try body(context)
+        }
+    }
+
+    /// ``read(tracker:_:)`` without a ``TxnContext``: `body` gets the read transaction (valid only
+    /// during the call; it must not end it) and its snapshot's catalog. Reads by id take this path.
+    func readTransaction<R>(tracker: LMDBChangeTracker? = nil, _ body: (OpaquePointer, Catalog) throws -> R) throws -> R {
         try writer.check()
         gate.lockShared()
         defer { gate.unlockShared() }
@@ -672,9 +683,8 @@ final class Environment: @unchecked Sendable {
                 mdb_txn_abort(txn)
                 throw error
             }
-            let context = TxnContext(environment: self, txn: txn, catalog: catalog, isWrite: false)
-            defer { context.end(reusing: endRead) }
-            return try body(context)
+            defer { endRead(txn) }
+            return try body(txn, catalog)
         }
     }
 

@@ -206,7 +206,17 @@ public final class LMDBStore: LocalStore {
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func read(table: String, id: Value) throws -> Item? {
         try checkOpen()
-        return try environment.read(tracker: changeTracker) { try $0.read(table: table, id: id) }
+        return try environment.readTransaction(tracker: changeTracker) { txn, catalog in
+            // The table's definition, handle and item builder come from the plan cached for the
+            // snapshot's catalog generation (no folding, hashing or handle lookup per read).
+            let plan = try environment.readByIdPlan(table, in: catalog)
+            if let item = try plan.read(txn, id: id) { return item }
+            guard plan.needsContext(id) else { return nil }
+            // A long id: the few keys sharing its stored prefix are compared (``TxnContext/findRow``).
+            let context = TxnContext(environment: environment, txn: txn, catalog: catalog, isWrite: false)
+            defer { context.end(reusing: { _ in }) }
+            return try context.read(table: table, id: id)
+        }
     }
 
     /// The rows `query` selects, in one consistent snapshot; see ``explain(_:)`` for the plan.

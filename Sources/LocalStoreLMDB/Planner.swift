@@ -552,15 +552,69 @@ struct QueryRunner {
         return StoredRow(key: key, row: Array(row[0..<width]), rowId: UInt64(bitPattern: rowId))
     }
 
+    /// A record an ordered walk took: its bytes and its stored primary key, both valid until the
+    /// transaction ends or writes (a query writes nothing while it runs).
+    struct TakenRecord {
+        let record: UnsafeRawBufferPointer
+        let key: UnsafeRawBufferPointer
+    }
+
+    /// What a plan produced: rows (filtered, ordered, cut), or the records of an ordered walk — every
+    /// match up to skip + top (a last group may run past it), in query order, not yet decoded.
+    private enum Output {
+        case rows([[Value]], count: Int)
+        case records([TakenRecord], count: Int)
+    }
+
     /// The rows the query returns (not projected) and the number of matches (meaningful when the
     /// query asks for the count).
     func run() throws -> (rows: [[Value]], count: Int) {
+        switch try execute() {
+        case .rows(let rows, let count):
+            return (rows, count)
+        case .records(let taken, let count):
+            // Every taken record is decoded (and so checked), the skipped ones too.
+            let rows = try taken.map { try decodeRow($0.record, key: $0.key) }
+            return (Array(rows.dropFirst(query.skip).prefix(query.top ?? rows.count)), count)
+        }
+    }
+
+    /// The items the query returns and the number of matches (meaningful when the query asks for
+    /// the count). The records of an ordered walk become items straight from their bytes
+    /// (``ItemBuilder``: no `[Value]` row per record); other plans' rows are projected.
+    func items() throws -> (items: [Item], count: Int) {
+        switch try execute() {
+        case .rows(let rows, let count):
+            return (ItemProjector(query).items(rows), count)
+        case .records(let taken, let count):
+            let skip = query.skip
+            let end = min(taken.count, query.top.map { skip.addingReportingOverflow($0).overflow ? Int.max : skip + $0 } ?? Int.max)
+            guard skip < end else {
+                for t in taken { try RecordCodec.check(t.record, schema: schema, idIndex: idIndex) }
+                return ([], count)
+            }
+            let builder = ItemBuilder(query)
+            var items: [Item] = []
+            items.reserveCapacity(end - skip)
+            for i in taken.indices {
+                if i < skip || i >= end {
+                    // Checked as the rows path decodes them: a damaged record is `corrupt` either way.
+                    try RecordCodec.check(taken[i].record, schema: schema, idIndex: idIndex)
+                } else {
+                    items.append(try builder.item(taken[i].record))
+                }
+            }
+            return (items, count)
+        }
+    }
+
+    private func execute() throws -> Output {
         let plan = try QueryPlanner(table: table, query: query, statistics: context.statistics(table)).plan()
         let primary = try context.handle(table.database)
         if let top = query.top, top == 0 || query.skip.addingReportingOverflow(top) == (0, false) {
             // No rows wanted: at most the count, without building rows.
-            guard query.includeTotalCount else { return ([], 0) }
-            return ([], try count(plan, primary: primary))
+            guard query.includeTotalCount else { return .rows([], count: 0) }
+            return .rows([], count: try count(plan, primary: primary))
         }
         if withLocation, query.top == nil, query.skip == 0 {
             // Every match, in no particular order (a deletion): the ranges' rows are the matches
@@ -568,36 +622,41 @@ struct QueryRunner {
             switch plan {
             case .ranges(let source, let ranges):
                 let rows = try rows(source, ranges, primary: primary)
-                return (rows, rows.count)
+                return .rows(rows, count: rows.count)
             case .compoundRanges(let index, let ranges, _):
                 let rows = try rows(.index(index), ranges, primary: primary)
-                return (rows, rows.count)
+                return .rows(rows, count: rows.count)
             default:
                 break
             }
         }
+        func selected(_ rows: [[Value]]) -> Output {
+            let (rows, count) = query.select(rows)
+            return .rows(rows, count: count)
+        }
         switch plan {
         case .empty:
-            return ([], 0)
+            return .rows([], count: 0)
         case .ids(let ids):
-            return query.select(try rows(ids: ids))
+            return selected(try rows(ids: ids))
         case .ranges(let source, let ranges):
-            return query.select(try rows(source, ranges, primary: primary))
+            return selected(try rows(source, ranges, primary: primary))
         case .ordered(let source, let range, let descending):
             return try ordered(source, range, descending: descending, primary: primary, budget: .max)
-                ?? query.select(try rows(source, [range], primary: primary))
+                ?? selected(try rows(source, [range], primary: primary))
         case .walkOrRanges(let walk, let descending, let budget, let source, let ranges):
             if let result = try ordered(walk, .all, descending: descending, primary: primary, budget: budget) { return result }
-            return query.select(try rows(source, ranges, primary: primary))
+            return selected(try rows(source, ranges, primary: primary))
         case .scan:
-            return try context.withAllRows(table, filter: RecordFilter(query), withLocation: withLocation) { query.select($0) }
+            let (rows, count) = try context.withAllRows(table, filter: RecordFilter(query), withLocation: withLocation) { query.select($0) }
+            return .rows(rows, count: count)
         case .compoundOrdered(let index, let range, let descending, let groupComponents, _):
             return try ordered(.index(index), range, descending: descending, primary: primary, budget: .max, groupComponents: groupComponents)
-                ?? query.select(try rows(.index(index), [range], primary: primary))
+                ?? selected(try rows(.index(index), [range], primary: primary))
         case .compoundRanges(let index, let ranges, _):
-            return query.select(try rows(.index(index), ranges, primary: primary))
+            return selected(try rows(.index(index), ranges, primary: primary))
         case .countEntries(let index, let ranges, _):
-            return ([], try countEntries(index, ranges, primary: primary))
+            return .rows([], count: try countEntries(index, ranges, primary: primary))
         }
     }
 
@@ -762,21 +821,27 @@ struct QueryRunner {
     /// stops once skip + top rows are out. Truncated long keys can put different values in one
     /// group (their order within the group is restored by the sort), never out of group order.
     /// A group already in order (every group of one row, and so every row of a primary-key walk
-    /// whose keys are not truncated) is not sorted again.
+    /// whose keys are not truncated) is not sorted again. The walk keeps the matching records as
+    /// they are stored (``TakenRecord``); only the members of a group of two or more are decoded
+    /// here, to be put in order.
     /// `nil` when the walk visited more than `budget` entries before it was done.
     private func ordered(
         _ source: PlanSource, _ range: KeyRange, descending: Bool, primary: MDB_dbi, budget: Int, groupComponents: Int = 1
-    ) throws
-        -> (rows: [[Value]], count: Int)?
-    {
-        guard let top = query.top else { return try context.withAllRows(table, withLocation: withLocation) { query.select($0) } }
+    ) throws -> Output? {
+        func all() throws -> Output {
+            let (rows, count) = try context.withAllRows(table, withLocation: withLocation) { query.select($0) }
+            return .rows(rows, count: count)
+        }
+        guard let top = query.top else { return try all() }
         let wanted = query.skip.addingReportingOverflow(top)
-        if wanted.overflow { return try context.withAllRows(table, withLocation: withLocation) { query.select($0) } }
-        if wanted.partialValue == 0 { return ([], 0) }
+        if wanted.overflow { return try all() }
+        if wanted.partialValue == 0 { return .rows([], count: 0) }
         let limit = wanted.partialValue
         let filter = RecordFilter(query)
         let simple = filter.simple
         let sort = query.sort
+        let schema = self.schema
+        let idIndex = self.idIndex
         let s = range.stored
         let isPrimary: Bool
         let dbi: MDB_dbi
@@ -791,22 +856,31 @@ struct QueryRunner {
             dbi = try context.handle(i.database)
             index = i
         }
-        let walked = try context.withRange(dbi, lower: s.lower, upper: s.upper, descending: descending) { cursor -> [[Value]]? in
-            var out: [[Value]] = []
-            var group: [[Value]] = []
+        let txn = try context.activeTxn()
+        let walked = try context.withRange(dbi, lower: s.lower, upper: s.upper, descending: descending) { cursor -> [TakenRecord]? in
+            var out: [TakenRecord] = []
+            out.reserveCapacity(min(limit, 1024))
+            var group: [TakenRecord] = []
             var groupKey: [UInt8] = []
             var inGroup = false
             var visited = 0
-            func flush() {
+            func flush() throws {
                 if group.count > 1 {
+                    let rows = try group.map { try RecordCodec.decode($0.record, schema: schema, idIndex: idIndex).row }
                     var inOrder = true
-                    for i in 1..<group.count where ResolvedQuery.compare(group[i - 1], group[i], by: sort) > 0 {
+                    for i in 1..<rows.count where ResolvedQuery.compare(rows[i - 1], rows[i], by: sort) > 0 {
                         inOrder = false
                         break
                     }
-                    if !inOrder { group.sort { ResolvedQuery.compare($0, $1, by: sort) < 0 } }
+                    if inOrder {
+                        out.append(contentsOf: group)
+                    } else {
+                        let order = rows.indices.sorted { ResolvedQuery.compare(rows[$0], rows[$1], by: sort) < 0 }
+                        for i in order { out.append(group[i]) }
+                    }
+                } else {
+                    out.append(contentsOf: group)
                 }
-                out.append(contentsOf: group)
                 group.removeAll(keepingCapacity: true)
             }
             while let (key, value) = try cursor.next() {
@@ -817,12 +891,12 @@ struct QueryRunner {
                     if key.count <= KeyCodec.prefixLimit {
                         // A whole id: a group of its own, in order.
                         if inGroup {
-                            flush()
+                            try flush()
                             inGroup = false
                             if out.count >= limit { break }
                         }
                         if try filter.matches(value, simple) {
-                            out.append(try decodeRow(value, key: key))
+                            out.append(TakenRecord(record: value, key: key))
                             if out.count >= limit { break }
                         }
                         continue
@@ -836,7 +910,7 @@ struct QueryRunner {
                 // Starts a new group when `g` differs from the current group's key.
                 if inGroup {
                     if !g.elementsEqual(groupKey) {
-                        flush()
+                        try flush()
                         if out.count >= limit { break }
                         groupKey.removeAll(keepingCapacity: true)
                         groupKey.append(contentsOf: g)
@@ -851,16 +925,31 @@ struct QueryRunner {
                     if visited > budget { return nil }
                 }
                 if isPrimary {
-                    if try filter.matches(value, simple) { group.append(try decodeRow(value, key: key)) }
-                } else if let row = try row(storedKey: value, primary: primary, { try filter.matches($0, simple) ? try decodeRow($0, key: value) : nil }) {
-                    group.append(row)
+                    if try filter.matches(value, simple) { group.append(TakenRecord(record: value, key: key)) }
+                } else {
+                    guard let record = try QueryRunner.record(txn, primary, storedKey: value) else {
+                        throw LMDBErrors.corrupt("an index of table '\(schema.name)' names a row that does not exist", table: schema.name)
+                    }
+                    if try filter.matches(record, simple) { group.append(TakenRecord(record: record, key: value)) }
                 }
             }
-            flush()
+            try flush()
             return out
         }
         guard let out = walked else { return nil }
-        return (Array(out.dropFirst(query.skip).prefix(top)), out.count)
+        return .records(out, count: out.count)
+    }
+
+    /// The record stored in `primary` under `storedKey` (its bytes are valid until the transaction
+    /// ends or writes), or `nil`.
+    @inline(__always)
+    static func record(_ txn: OpaquePointer, _ primary: MDB_dbi, storedKey: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+        var kv = MDB_val(mv_size: storedKey.count, mv_data: UnsafeMutableRawPointer(mutating: storedKey.baseAddress))
+        var dv = MDB_val()
+        let rc = mdb_get(txn, primary, &kv, &dv)
+        if rc == MDB_NOTFOUND { return nil }
+        try LMDBErrors.check(rc, "cannot read")
+        return UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)
     }
 }
 

@@ -153,33 +153,58 @@ enum RecordCodec {
     /// ``decode(_:schema:)`` with the position of the schema's id column given (looking it up
     /// hashes the name: a query decoding many rows looks it up once).
     static func decode(_ bytes: UnsafeRawBufferPointer, schema: TableSchema, idIndex: Int) throws -> Decoded {
+        let width = schema.columns.count
+        var row: [Value] = []
+        row.reserveCapacity(width)
+        let rowId = try forEachValue(bytes, schema: schema, idIndex: idIndex) { _, v in row.append(v) }
+        while row.count < width { row.append(.null) }
+        return Decoded(row: row, rowId: rowId)
+    }
+
+    /// Checks a record as ``decode(_:schema:)`` does (`corrupt` when it does not decode) without
+    /// building its row.
+    static func check(_ bytes: UnsafeRawBufferPointer, schema: TableSchema, idIndex: Int) throws {
+        _ = try forEachValue(bytes, schema: schema, idIndex: idIndex) { _, _ in }
+    }
+
+    /// Decodes a record value by value, checking each exactly as ``decode(_:schema:)`` does, and hands
+    /// every stored column's value to `body` with its position (in order; the columns a short record
+    /// lacks are null and not handed over). Returns the record's row number. Callers that build
+    /// something other than a `[Value]` row (an item, ``ItemBuilder``) decode without the row.
+    @inline(__always)
+    static func forEachValue(
+        _ bytes: UnsafeRawBufferPointer, schema: TableSchema, idIndex: Int, _ body: (Int, Value) -> Void
+    ) throws -> UInt64 {
         var r = ByteReader(bytes)
         do {
             guard try r.byte() == version else { throw ByteReader.Failure("unknown record version") }
             let rowId = try r.varint()
             let count = try r.varint()
-            let width = schema.columns.count
+            let columns = schema.columns
+            let width = columns.count
             guard count <= UInt64(width) else { throw ByteReader.Failure("record has \(count) columns, the table \(width)") }
-            var row: [Value] = []
-            row.reserveCapacity(width)
+            var hasId = false
             for n in 0..<Int(count) {
                 let v = try r.value()
-                guard schema.columns[n].type.accepts(v) else {
-                    throw ByteReader.Failure("column '\(schema.columns[n].name)' holds a \(v.kindName)")
+                let type = columns[n].type
+                guard type.accepts(v) else {
+                    throw ByteReader.Failure("column '\(columns[n].name)' holds a \(v.kindName)")
                 }
-                if case .double(let d) = v, !d.isFinite {
-                    throw ByteReader.Failure("column '\(schema.columns[n].name)' holds a non-finite number")
+                switch v {
+                case .null:
+                    break
+                case .double(let d) where !d.isFinite:
+                    throw ByteReader.Failure("column '\(columns[n].name)' holds a non-finite number")
+                case .int where type == .double:
+                    throw ByteReader.Failure("double column '\(columns[n].name)' holds an int")
+                default:
+                    if n == idIndex { hasId = true }
                 }
-                if case .int = v, schema.columns[n].type == .double {
-                    throw ByteReader.Failure("double column '\(schema.columns[n].name)' holds an int")
-                }
-                row.append(v)
+                body(n, v)
             }
             guard r.isAtEnd else { throw ByteReader.Failure("trailing bytes") }
-            while row.count < width { row.append(.null) }
-            let id = row[idIndex]
-            guard !id.isNull else { throw ByteReader.Failure("record without id") }
-            return Decoded(row: row, rowId: rowId)
+            guard hasId else { throw ByteReader.Failure("record without id") }
+            return rowId
         } catch let f as ByteReader.Failure {
             throw LMDBErrors.corrupt("a record of table '\(schema.name)' is malformed (\(f.what) at byte \(r.offset))", table: schema.name)
         }

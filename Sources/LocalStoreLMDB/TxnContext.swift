@@ -395,19 +395,15 @@ final class TxnContext {
         let plan = try environment.readByIdPlan(name, in: catalog)
         let t = plan.table
         try t.schema.checkId(id)
-        let row: [Value]
         var key: [UInt8] = []
         key.reserveCapacity(32)
         KeyCodec.appendId(id, into: &key)
         if key.count <= KeyCodec.prefixLimit {
-            guard let decoded = try withValue(plan.dbi, key, { try RecordCodec.decode($0, schema: t.schema) }) else { return nil }
-            row = decoded.row
-        } else {
-            guard let found = try findRow(t, id: id) else { return nil }
-            row = found.row
+            return try withValue(plan.dbi, key) { try plan.items.item($0) }
         }
-        var values = plan.itemTemplate
-        for n in row.indices { values.values[plan.itemTemplateIndices[n]] = row[n] }
+        guard let found = try findRow(t, id: id) else { return nil }
+        var values: [String: Value] = Dictionary(minimumCapacity: t.schema.columns.count)
+        for (n, c) in t.schema.columns.enumerated() { values[c.name] = found.row[n] }
         return Item(values)
     }
 
@@ -419,11 +415,11 @@ final class TxnContext {
             let count = try entryCount(try handle(t.database))
             var plain = query
             plain.includeTotalCount = false
-            let rows = try QueryRunner(context: self, table: t, query: try ResolvedQuery(plain, schema: t.schema)).run().rows
-            return ReadResult(items: ItemProjector(q).items(rows), totalCount: count)
+            let items = try QueryRunner(context: self, table: t, query: try ResolvedQuery(plain, schema: t.schema)).items().items
+            return ReadResult(items: items, totalCount: count)
         }
-        let result = try QueryRunner(context: self, table: t, query: q).run()
-        return ReadResult(items: ItemProjector(q).items(result.rows), totalCount: q.includeTotalCount ? result.count : nil)
+        let result = try QueryRunner(context: self, table: t, query: q).items()
+        return ReadResult(items: result.items, totalCount: q.includeTotalCount ? result.count : nil)
     }
 
     func explain(_ query: Query) throws -> String {
