@@ -9,7 +9,9 @@ import LocalStoreBench
 /// One environment (`MDB_NOTLS`, synchronous commits as the backend's default durability) with a primary
 /// database of TodoItem records keyed by the case-folded id, duplicate-sorted index databases for
 /// `priority` and `updatedAt` (order-preserving big-endian keys, the primary key as data), an operations
-/// database keyed by big-endian int64 ids, an errors database with an `operationId` index and a config
+/// database keyed by big-endian int64 ids with a `(table, itemId)` index (the lookup a sync engine makes on
+/// every enqueue to collapse an item's operations; the `lmdb` backend keeps it as the operations table's
+/// index), an errors database with an `operationId` index and a config
 /// database. Records are written in a fixed binary layout straight into LMDB's pages (`MDB_RESERVE`);
 /// reads reuse one read-only transaction handle (reset and renewed per call) and decode rows into
 /// ``TodoRecord``s. The indexed query walks a compound (priority, updatedAt descending) index — the same
@@ -30,6 +32,8 @@ public final class LMDBCSubject: BenchSubject {
         /// The compound index (priority, updatedAt descending): 16-byte keys, the primary key as data.
         var byPriorityUpdatedAt: MDB_dbi = 0
         var operations: MDB_dbi = 0
+        /// Operations by `table`, then the case-folded `itemId` (a 0 byte between): the operation's id key as data.
+        var operationsByItem: MDB_dbi = 0
         var errors: MDB_dbi = 0
         var errorsByOperation: MDB_dbi = 0
         var config: MDB_dbi = 0
@@ -71,7 +75,7 @@ public final class LMDBCSubject: BenchSubject {
         try Self.check(mdb_env_create(&e), "mdb_env_create")
         guard let e else { throw LocalStoreError(.ioError, "lmdb-c: no environment") }
         env = e
-        try Self.check(mdb_env_set_maxdbs(e, 9), "mdb_env_set_maxdbs")
+        try Self.check(mdb_env_set_maxdbs(e, 10), "mdb_env_set_maxdbs")
         try Self.check(mdb_env_set_mapsize(e, 1 << 34), "mdb_env_set_mapsize")
         try Self.check(mdb_env_open(e, path, UInt32(MDB_NOTLS), 0o644), "mdb_env_open")
         try write { txn in
@@ -85,6 +89,7 @@ public final class LMDBCSubject: BenchSubject {
             dbis.byUpdatedAt = try db("TodoItem.updatedAt", MDB_DUPSORT)
             dbis.byPriorityUpdatedAt = try db("TodoItem.priority_updatedAt_desc", MDB_DUPSORT)
             dbis.operations = try db("MS_TableOperations", 0)
+            dbis.operationsByItem = try db("MS_TableOperations.table_itemId", MDB_DUPSORT)
             dbis.errors = try db("MS_TableOperationErrors", 0)
             dbis.errorsByOperation = try db("MS_TableOperationErrors.operationId", MDB_DUPSORT)
             dbis.config = try db("MS_TableConfig", 0)
@@ -442,6 +447,31 @@ public final class LMDBCSubject: BenchSubject {
                 id: last + 1, table: "TodoItem", itemId: record.id, properties: Self.insertProperties)
             try Self.withKey(Self.intKey(op.id)) { key in
                 try Self.putOperation(op, key: &key, txn, dbis.operations)
+                try Self.withItemKey(op.table, op.itemId, into: keyBuffer) { itemKey in
+                    try Self.check(mdb_put(txn, dbis.operationsByItem, &itemKey, &key, 0), "mdb_put operation index")
+                }
+            }
+        }
+    }
+
+    /// Runs `body` with the `(table, itemId)` key of an operation (`table`, a 0 byte, `itemId` case-folded as
+    /// `NOCASE`) written into `buffer`.
+    private static func withItemKey<R>(
+        _ table: String, _ itemId: String, into buffer: UnsafeMutableRawPointer, _ body: (inout MDB_val) throws -> R
+    ) throws -> R {
+        var table = table
+        var itemId = itemId
+        return try table.withUTF8 { t in
+            try itemId.withUTF8 { i in
+                guard t.count + 1 + i.count <= 511 else { throw LocalStoreError(.invalidValue, "lmdb-c: an operation key must have at most 511 bytes") }
+                if let base = t.baseAddress { buffer.copyMemory(from: base, byteCount: t.count) }
+                buffer.storeBytes(of: 0, toByteOffset: t.count, as: UInt8.self)
+                for k in 0..<i.count {
+                    let b = i[k]
+                    buffer.storeBytes(of: b &- 65 < 26 ? b | 0x20 : b, toByteOffset: t.count + 1 + k, as: UInt8.self)
+                }
+                var key = MDB_val(mv_size: t.count + 1 + i.count, mv_data: buffer)
+                return try body(&key)
             }
         }
     }
@@ -498,6 +528,11 @@ public final class LMDBCSubject: BenchSubject {
                 // Decode the operation as a sync engine would before pushing it.
                 guard let op = Self.decodeOperation(id: id, value) else {
                     throw LocalStoreError(.ioError, "lmdb-c: bad operation record")
+                }
+                try Self.withKey(Self.intKey(op.id)) { opKey in
+                    try Self.withItemKey(op.table, op.itemId, into: keyBuffer) { itemKey in
+                        try Self.check(mdb_del(txn, dbis.operationsByItem, &itemKey, &opKey), "mdb_del operation index")
+                    }
                 }
                 try Self.check(mdb_cursor_del(c, 0), "mdb_cursor_del")
                 try removeErrors(operationId: op.id, txn)
