@@ -582,7 +582,8 @@ struct QueryRunner {
     /// The items the query returns and the number of matches (meaningful when the query asks for
     /// the count). The records of an ordered walk become items straight from their bytes
     /// (``ItemBuilder``: no `[Value]` row per record); other plans' rows are projected.
-    func items() throws -> (items: [Item], count: Int) {
+    /// `wholeRows`: a builder of every column of the table, used when the query returns them all.
+    func items(wholeRows: ItemBuilder? = nil) throws -> (items: [Item], count: Int) {
         switch try execute() {
         case .rows(let rows, let count):
             return (ItemProjector(query).items(rows), count)
@@ -593,7 +594,7 @@ struct QueryRunner {
                 for t in taken { try RecordCodec.check(t.record, schema: schema, idIndex: idIndex) }
                 return ([], count)
             }
-            let builder = ItemBuilder(query)
+            let builder = wholeRows.flatMap { query.projection.count == schema.columns.count ? $0 : nil } ?? ItemBuilder(query)
             var items: [Item] = []
             items.reserveCapacity(end - skip)
             for i in taken.indices {

@@ -418,7 +418,10 @@ final class TxnContext {
             let items = try QueryRunner(context: self, table: t, query: try ResolvedQuery(plain, schema: t.schema)).items().items
             return ReadResult(items: items, totalCount: count)
         }
-        let result = try QueryRunner(context: self, table: t, query: q).items()
+        // A read transaction's catalog is committed: the whole-row item builder of the table's cached
+        // read-by-id plan serves every query returning all columns (no names hashed per query).
+        let wholeRows = isWrite ? nil : try environment.readByIdPlan(query.table, in: catalog).items
+        let result = try QueryRunner(context: self, table: t, query: q).items(wholeRows: wholeRows)
         return ReadResult(items: result.items, totalCount: q.includeTotalCount ? result.count : nil)
     }
 
