@@ -100,6 +100,17 @@ final class RecordFields {
         }
     }
 
+    /// The row number of the current record (located already, so its header is known to be sound).
+    func rowId() throws -> UInt64 {
+        guard let base = bytes.baseAddress else { throw failure("unexpected end", at: 0) }
+        var i = 1
+        do {
+            return try RecordFields.varint(base, &i, bytes.count)
+        } catch let f as ByteReader.Failure {
+            throw failure(f.what, at: i)
+        }
+    }
+
     /// ``ByteReader/varint()`` over a raw pointer.
     @inline(__always) static func varint(_ base: UnsafeRawPointer, _ i: inout Int, _ end: Int) throws -> UInt64 {
         // One byte (lengths and counts below 128): the common case.
@@ -431,10 +442,39 @@ struct SimpleRecordTest {
     let columnFirst: Bool
     /// The literal's bytes for the string kinds (owned by the ``RecordFilter``).
     let pattern: UnsafeRawBufferPointer
+    /// For a boolean column: the answer when it holds true, and when it holds false.
+    let ifTrue: Bool
+    let ifFalse: Bool
+
+    init(
+        column: Int, width: Int, kind: Kind, op: QueryPredicate.ComparisonOperator, columnFirst: Bool,
+        pattern: UnsafeRawBufferPointer
+    ) {
+        self.column = column
+        self.width = width
+        self.kind = kind
+        self.op = op
+        self.columnFirst = columnFirst
+        self.pattern = pattern
+        if case .bool(let y) = kind {
+            // false < true, as ``Collation`` orders booleans.
+            func answer(_ x: Bool) -> Bool {
+                let comparison = x == y ? 0 : (x ? 1 : -1)
+                return op.holds(for: columnFirst ? comparison : -comparison)
+            }
+            ifTrue = answer(true)
+            ifFalse = answer(false)
+        } else {
+            ifTrue = false
+            ifFalse = false
+        }
+    }
 
     /// The fast form of `test`, or `nil` when it has none. `store` allocates the pattern's bytes.
     static func make(_ test: RecordTest, schema: TableSchema, store: ([UInt8]) -> UnsafeRawBufferPointer) -> SimpleRecordTest? {
         let width = schema.columns.count
+        // A record's column count is read as one byte.
+        guard width < 0x80 else { return nil }
         let none = UnsafeRawBufferPointer(start: nil, count: 0)
         switch test {
         case .compare(let n, let op, .bool(let b), let columnFirst, _) where schema.columns[n].type == .boolean:
@@ -480,52 +520,92 @@ struct SimpleRecordTest {
         return nil
     }
 
+    /// The offset of the tested column's tag in `record` (whose bytes are `base..<base + end`), or -1
+    /// when the record is unusual in any way (the general path decides): a header of another shape,
+    /// a column that cannot be skipped cheaply (json, a long int), a length beyond the end.
+    @inline(__always) func columnOffset(_ base: UnsafeRawPointer, _ end: Int) -> Int {
+        var i: Int
+        if end >= 9 {
+            // The version byte and the row number (at most 7 bytes here) in one 8-byte load: the row
+            // number ends at the first of its bytes without the continuation bit.
+            let w = UInt64(littleEndian: base.loadUnaligned(as: UInt64.self))
+            guard UInt8(truncatingIfNeeded: w) == RecordCodec.version else { return -1 }
+            let stops = ~(w >> 8) & 0x0080_8080_8080_8080
+            guard stops != 0 else { return -1 }
+            i = (stops.trailingZeroBitCount &>> 3) &+ 2  // the column count: at most byte 8
+        } else {
+            guard end > 0, base.load(as: UInt8.self) == RecordCodec.version else { return -1 }
+            // The row number (at most 10 bytes, the last one at most 1, as the decoder checks).
+            i = 1
+            while i < end && i < 10 && base.load(fromByteOffset: i, as: UInt8.self) >= 0x80 { i &+= 1 }
+            guard i < end, i < 10 || base.load(fromByteOffset: i, as: UInt8.self) <= 1 else { return -1 }
+            i &+= 1
+            guard i < end else { return -1 }
+        }
+        // The column count, in one byte (the table has fewer than 128 columns): column < count <= width.
+        let count = Int(base.load(fromByteOffset: i, as: UInt8.self))
+        guard UInt(bitPattern: count &- column &- 1) < UInt(bitPattern: width &- column) else { return -1 }
+        i &+= 1
+        // The columns before the tested one, skipped tag by tag. At least one byte (the tested
+        // column's tag) follows each of them, so the tag and a one-byte length are within the end.
+        var c = column
+        while c > 0 {
+            guard i &+ 1 < end else { return -1 }
+            let tag = base.load(fromByteOffset: i, as: UInt8.self)
+            if tag | 2 == RecordCodec.Tag.binary {
+                // A string or binary value (tags 5 and 7): its length, then its bytes.
+                let b = base.load(fromByteOffset: i &+ 1, as: UInt8.self)
+                if b < 0x80 {
+                    i &+= 2 &+ Int(b)
+                } else {
+                    i &+= 1
+                    guard let length = SimpleRecordTest.varint(base, &i, end), length <= UInt64(end &- i) else { return -1 }
+                    i &+= Int(length)
+                }
+            } else if tag <= RecordCodec.Tag.true {
+                i &+= 1  // null, false, true: the tag alone
+            } else if tag == RecordCodec.Tag.double || tag == RecordCodec.Tag.date {
+                i &+= 9
+            } else if tag == RecordCodec.Tag.int {
+                i &+= 1
+                guard SimpleRecordTest.varint(base, &i, end) != nil else { return -1 }
+            } else {
+                return -1
+            }
+            c &-= 1
+        }
+        // Past the end (a length or a fixed-size value that does not fit) is caught here.
+        return i < end ? i : -1
+    }
+
+    /// ``evaluate(_:)`` for the `.bool` kind (what `count` runs per record): the answer for each of
+    /// the column's tags is known before the walk.
+    @inline(__always) func boolAnswer(_ base: UnsafeRawPointer, _ end: Int) -> Bool? {
+        let at = columnOffset(base, end)
+        guard at >= 0 else { return nil }
+        switch base.load(fromByteOffset: at, as: UInt8.self) {
+        case RecordCodec.Tag.true: return ifTrue
+        case RecordCodec.Tag.false: return ifFalse
+        case RecordCodec.Tag.null: return false
+        default: return nil
+        }
+    }
+
     /// Whether `record` matches, or `nil` when the general path must decide.
     @inline(__always) func evaluate(_ record: UnsafeRawBufferPointer) -> Bool? {
         guard let base = record.baseAddress else { return nil }
         let end = record.count
-        guard end > 0, base.load(as: UInt8.self) == RecordCodec.version else { return nil }
-        // The row number (skipped: at most 10 bytes, the last one at most 1, as the decoder checks),
-        // then the column count in one byte (tables of fewer than 128 columns).
-        var i = 1
-        while i < end && i < 10 && base.load(fromByteOffset: i, as: UInt8.self) >= 0x80 { i += 1 }
-        guard i + 1 < end, i < 10 || base.load(fromByteOffset: i, as: UInt8.self) <= 1 else { return nil }
-        let count = Int(base.load(fromByteOffset: i + 1, as: UInt8.self))
-        i += 2
-        guard count < 0x80, count <= width, column < count else { return nil }
-        var c = 0
-        while c < column {
-            guard i < end else { return nil }
-            let tag = base.load(fromByteOffset: i, as: UInt8.self)
-            i += 1
-            switch tag {
-            case RecordCodec.Tag.null, RecordCodec.Tag.false, RecordCodec.Tag.true: break
-            case RecordCodec.Tag.int: guard SimpleRecordTest.varint(base, &i, end) != nil else { return nil }
-            case RecordCodec.Tag.double, RecordCodec.Tag.date:
-                guard end - i >= 8 else { return nil }
-                i += 8
-            case RecordCodec.Tag.string, RecordCodec.Tag.binary:
-                guard let length = SimpleRecordTest.varint(base, &i, end), length <= UInt64(end - i) else { return nil }
-                i += Int(length)
-            default: return nil
-            }
-            c += 1
-        }
-        guard i < end else { return nil }
+        if case .bool = kind { return boolAnswer(base, end) }
+        var i = columnOffset(base, end)
+        guard i >= 0 else { return nil }
         let tag = base.load(fromByteOffset: i, as: UInt8.self)
-        i += 1
+        i &+= 1
         // A null column matches no comparison and no string test (as in ``RecordTest``).
         if tag == RecordCodec.Tag.null { return false }
         let comparison: Int
         switch kind {
-        case .bool(let y):
-            let x: Bool
-            switch tag {
-            case RecordCodec.Tag.true: x = true
-            case RecordCodec.Tag.false: x = false
-            default: return nil
-            }
-            comparison = x == y ? 0 : (x ? 1 : -1)
+        case .bool:
+            return nil  // answered by `boolAnswer` above
         case .int(let y):
             guard tag == RecordCodec.Tag.int, let u = SimpleRecordTest.varint(base, &i, end) else { return nil }
             let x = RecordCodec.unzigzag(u)

@@ -253,6 +253,30 @@ final class TxnContext {
         var dv = MDB_val()
         var n = 0
         var rc = mdb_cursor_get(handle, &kv, &dv, MDB_FIRST)
+        if let simple = filter.simple, case .bool = simple.kind {
+            // A boolean column against a literal (`complete == true`): the answer for each of the
+            // column's tags is known before the walk.
+            while rc == 0 {
+                let end = dv.mv_size
+                if let base = UnsafeRawPointer(dv.mv_data), let answer = simple.boolAnswer(base, end) {
+                    if answer { n &+= 1 }
+                } else if try filter.matchesInGeneral(UnsafeRawBufferPointer(start: dv.mv_data, count: end)) {
+                    n &+= 1
+                }
+                rc = mdb_cursor_get(handle, &kv, &dv, MDB_NEXT)
+            }
+        } else if let simple = filter.simple {
+            // The one-pass test in a loop of its own (no optional test per record).
+            while rc == 0 {
+                let record = UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)
+                if let answer = simple.evaluate(record) {
+                    if answer { n &+= 1 }
+                } else if try filter.matchesInGeneral(record) {
+                    n &+= 1
+                }
+                rc = mdb_cursor_get(handle, &kv, &dv, MDB_NEXT)
+            }
+        }
         while rc == 0 {
             if try filter.matches(UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)) { n += 1 }
             rc = mdb_cursor_get(handle, &kv, &dv, MDB_NEXT)
@@ -495,6 +519,10 @@ final class TxnContext {
         case .deleteMatching(let query):
             let t = try self.table(query.table)
             let q = try ResolvedQuery(query, schema: t.schema)
+            if let deleted = try deleteWalking(t, q) {
+                if deleted > 0, changes != nil { changes?.changedMany(in: t.schema.name) }
+                return
+            }
             // The rows come with where they are stored: deleted without being looked up again.
             let rows = try QueryRunner(context: self, table: t, query: q, withLocation: true).run().rows
             if rows.isEmpty { return }
@@ -572,6 +600,126 @@ final class TxnContext {
             // A missing index entry is not fatal here: the row is going away.
             try delete(dbi, key)
         }
+    }
+
+    /// `delete(matching:)` without `top` and `skip` over a plan that reads one key range (of an index
+    /// or of the primary database) or every row: the range is walked with a cursor of the write
+    /// transaction and each matching row is deleted where the walk meets it — the walked index entry
+    /// by that cursor (`mdb_cursor_del`), the record by a second cursor already positioned by its
+    /// lookup, the row's other index entries by key. Only the columns the other indexes hold (and the
+    /// id, for a truncated primary key) are read from the record, into a row reused for every record.
+    /// The number of rows deleted, or `nil` (nothing done) for any other query or plan.
+    private func deleteWalking(_ t: TableDefinition, _ q: ResolvedQuery) throws -> Int? {
+        guard q.top == nil, q.skip == 0 else { return nil }
+        let walked: IndexDefinition?
+        let range: KeyRange
+        switch try QueryPlanner(table: t, query: q, statistics: statistics(t)).plan() {
+        case .ranges(.primary, let ranges) where ranges.count == 1: (walked, range) = (nil, ranges[0])
+        case .ranges(.index(let index), let ranges) where ranges.count == 1: (walked, range) = (index, ranges[0])
+        case .compoundRanges(let index, let ranges, _) where ranges.count == 1: (walked, range) = (index, ranges[0])
+        case .scan: (walked, range) = (nil, .all)
+        default: return nil
+        }
+        let s = range.stored
+        // LMDB refuses empty keys: an empty lower bound is no bound, an empty upper bound is empty.
+        let lower = s.lower.flatMap { $0.isEmpty ? nil : $0 }
+        if let upper = s.upper, upper.isEmpty { return 0 }
+        let txn = try activeTxn()
+        let schema = t.schema
+        let primary = try handle(t.database)
+        let others = try t.indexes.filter { $0.database != walked?.database }.map { ($0, try handle($0.database)) }
+        var needed = ColumnSet()
+        for (index, _) in others { for c in index.components { needed.insert(c.column) } }
+        let columns = needed.members
+        let fields = RecordFields(schema: schema, through: max(columns.last ?? -1, schema.idIndex))
+        let filter = RecordFilter(q)
+        var row = [Value](repeating: .null, count: schema.columns.count)
+        var pk: [UInt8] = []
+        pk.reserveCapacity(KeyCodec.longKeyLength)
+        var key: [UInt8] = []
+        key.reserveCapacity(64)
+        var walk: OpaquePointer?
+        try LMDBErrors.check(mdb_cursor_open(txn, try walked.map { try handle($0.database) } ?? primary, &walk), "cannot open a cursor")
+        defer { mdb_cursor_close(walk) }
+        var records = walk
+        if walked != nil {
+            records = nil
+            try LMDBErrors.check(mdb_cursor_open(txn, primary, &records), "cannot open a cursor")
+        }
+        defer { if walked != nil { mdb_cursor_close(records) } }
+        var deleted = 0
+        var wrote = false
+        do {
+            var kv = MDB_val()
+            var dv = MDB_val()
+            var rc: Int32
+            if let lower {
+                rc = lower.withUnsafeBytes { k in
+                    kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+                    return mdb_cursor_get(walk, &kv, &dv, MDB_SET_RANGE)
+                }
+            } else {
+                rc = mdb_cursor_get(walk, &kv, &dv, MDB_FIRST)
+            }
+            while rc == 0 {
+                let k = UnsafeRawBufferPointer(start: kv.mv_data, count: kv.mv_size)
+                if let upper = s.upper, !upper.withUnsafeBytes({ TxnContext.precedes(k, $0) }) { break }
+                // The primary key is copied: the page holding it changes when the entry is deleted.
+                pk.removeAll(keepingCapacity: true)
+                let record: UnsafeRawBufferPointer
+                if walked == nil {
+                    pk.append(contentsOf: k)
+                    record = UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)
+                } else {
+                    pk.append(contentsOf: UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size))
+                    var rv = MDB_val()
+                    let found = pk.withUnsafeMutableBytes { p in
+                        var pv = MDB_val(mv_size: p.count, mv_data: p.baseAddress)
+                        return mdb_cursor_get(records, &pv, &rv, MDB_SET_KEY)
+                    }
+                    if found == MDB_NOTFOUND {
+                        throw LMDBErrors.corrupt("an index of table '\(schema.name)' names a row that does not exist", table: schema.name)
+                    }
+                    try LMDBErrors.check(found, "cannot read")
+                    record = UnsafeRawBufferPointer(start: rv.mv_data, count: rv.mv_size)
+                }
+                guard try filter.matches(record) else {
+                    rc = mdb_cursor_get(walk, &kv, &dv, MDB_NEXT)
+                    continue
+                }
+                var rowId: UInt64 = 0
+                var id = IdPart.key([])
+                if !others.isEmpty {
+                    try fields.locate(record)
+                    for c in columns { row[c] = try fields.value(c) }
+                    rowId = try fields.rowId()
+                    id = pk.count <= KeyCodec.prefixLimit ? .key(pk) : .value(try fields.value(schema.idIndex))
+                }
+                // The record and the walked entry: deleted where the cursors are (after `mdb_cursor_del`,
+                // `MDB_NEXT` returns the entry that followed the deleted one).
+                wrote = true
+                try LMDBErrors.check(mdb_cursor_del(records, 0), "cannot delete", env: env)
+                deleted += 1
+                if walked != nil { try LMDBErrors.check(mdb_cursor_del(walk, 0), "cannot delete", env: env) }
+                for (index, dbi) in others {
+                    key.removeAll(keepingCapacity: true)
+                    TxnContext.appendIndexKey(index, row: row, rowId: rowId, id: id, into: &key)
+                    // A missing index entry is not fatal here: the row is going away.
+                    try delete(dbi, key)
+                }
+                rc = mdb_cursor_get(walk, &kv, &dv, MDB_NEXT)
+            }
+            if rc != 0 && rc != MDB_NOTFOUND { try LMDBErrors.check(rc, "cannot move a cursor") }
+        } catch let full as MapFullSignal {
+            throw full
+        } catch {
+            // Nothing written yet: the transaction stays usable, as after a failed read.
+            guard wrote else { throw error }
+            let e = error as? LocalStoreError ?? LocalStoreError(.internal, "\(error)")
+            failure = e
+            throw e
+        }
+        return deleted
     }
 
     private func allocateRowId() throws -> UInt64 {
