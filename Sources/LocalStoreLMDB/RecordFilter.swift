@@ -621,7 +621,7 @@ struct SimpleRecordTest {
                 switch stringOp {
                 case .startsWith: return RawStrings.hasPrefix(s, pattern, noCase: false)
                 case .endsWith: return RawStrings.hasSuffix(s, pattern, noCase: false)
-                case .contains: return RawStrings.contains(s, pattern, noCase: false)
+                case .contains: return ByteSearch.contains(s, pattern)  // RawStrings.contains without NOCASE
                 }
             }
             comparison = RawBytes.compare(s, pattern)
