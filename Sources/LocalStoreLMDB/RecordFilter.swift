@@ -1,3 +1,4 @@
+import CLMDB
 import Foundation
 import LocalStore
 
@@ -589,6 +590,26 @@ struct SimpleRecordTest {
         case RecordCodec.Tag.null: return false
         default: return nil
         }
+    }
+
+    /// The number of records from the cursor's current entry (`rc`, `kv`, `dv`: the result of the
+    /// last `mdb_cursor_get`) to the end that match, for the `.bool` kind: ``boolAnswer(_:_:)`` per
+    /// record, `general` (``RecordFilter/matchesInGeneral(_:)``) when it cannot answer. Leaves in `rc`
+    /// the code that ended the walk.
+    func countBool(
+        _ cursor: OpaquePointer, _ rc: inout Int32, _ kv: inout MDB_val, _ dv: inout MDB_val, general: RecordFilter
+    ) throws -> Int {
+        var n = 0
+        while rc == 0 {
+            let end = dv.mv_size
+            if let base = UnsafeRawPointer(dv.mv_data), let answer = boolAnswer(base, end) {
+                if answer { n &+= 1 }
+            } else if try general.matchesInGeneral(UnsafeRawBufferPointer(start: dv.mv_data, count: end)) {
+                n &+= 1
+            }
+            rc = mdb_cursor_get(cursor, &kv, &dv, MDB_NEXT)
+        }
+        return n
     }
 
     /// Whether `record` matches, or `nil` when the general path must decide.

@@ -253,18 +253,9 @@ final class TxnContext {
         var dv = MDB_val()
         var n = 0
         var rc = mdb_cursor_get(handle, &kv, &dv, MDB_FIRST)
-        if let simple = filter.simple, case .bool = simple.kind {
-            // A boolean column against a literal (`complete == true`): the answer for each of the
-            // column's tags is known before the walk.
-            while rc == 0 {
-                let end = dv.mv_size
-                if let base = UnsafeRawPointer(dv.mv_data), let answer = simple.boolAnswer(base, end) {
-                    if answer { n &+= 1 }
-                } else if try filter.matchesInGeneral(UnsafeRawBufferPointer(start: dv.mv_data, count: end)) {
-                    n &+= 1
-                }
-                rc = mdb_cursor_get(handle, &kv, &dv, MDB_NEXT)
-            }
+        if let simple = filter.simple, case .bool = simple.kind, let handle {
+            // A boolean column against a literal (`complete == true`): a loop of its own.
+            n = try simple.countBool(handle, &rc, &kv, &dv, general: filter)
         } else if let simple = filter.simple {
             // The one-pass test in a loop of its own (no optional test per record).
             while rc == 0 {
