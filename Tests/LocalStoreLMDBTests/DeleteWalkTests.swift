@@ -1,3 +1,4 @@
+import CLMDB
 import Foundation
 import LocalStore
 @testable import LocalStoreLMDB
@@ -100,6 +101,71 @@ struct DeleteWalkTests {
             #expect(after == before.filter { !doomed.contains(Collation.noCaseKey($0.id?.stringValue ?? "")) }, "\(q)")
             try Self.checkIndexes(store, before: before, after: after, "\(q)")
             try store.close()
+        }
+    }
+}
+
+/// A damaged record met while deleting in place: `corrupt`, and nothing deleted (the rows deleted
+/// before it are rolled back with the transaction).
+@Suite("LMDB delete by walking, damaged records")
+struct DeleteWalkDamageTests {
+    /// Cuts the stored record of `id` (in table `P`) to `keep` bytes, with liblmdb directly.
+    static func truncateRecord(_ path: String, id: String, keep: Int) throws {
+        var env: OpaquePointer?
+        try #require(mdb_env_create(&env) == 0)
+        defer { mdb_env_close(env) }
+        try #require(mdb_env_set_maxdbs(env, 64) == 0)
+        try #require(mdb_env_open(env, path, 0, 0o600) == 0)
+        var txn: OpaquePointer?
+        try #require(mdb_txn_begin(env, nil, 0, &txn) == 0)
+        var dbi: MDB_dbi = 0
+        try #require(mdb_dbi_open(txn, "t:p", 0, &dbi) == 0)
+        var key = Array(id.lowercased().utf8) + [0, 0]  // the NOCASE id key of an id without NUL
+        var record: [UInt8] = []
+        key.withUnsafeMutableBytes { k in
+            var kv = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
+            var dv = MDB_val()
+            if mdb_get(txn, dbi, &kv, &dv) == 0 { record = Array(UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)) }
+        }
+        try #require(record.count > keep, "no record for \(id)")
+        var cut = Array(record.prefix(keep))
+        let rc = key.withUnsafeMutableBytes { k in
+            cut.withUnsafeMutableBytes { v in
+                var kv = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
+                var vv = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
+                return mdb_put(txn, dbi, &kv, &vv, 0)
+            }
+        }
+        try #require(rc == 0)
+        try #require(mdb_txn_commit(txn) == 0)
+    }
+
+    @Test("a damaged record met by the walk: corrupt, and every row is still there", arguments: [0, 1, 2])
+    func damagedRecord(position: Int) throws {
+        let dir = try TempDirectory()
+        let schema = TableSchema(
+            name: "P", columns: [Column("id", .string), Column("n", .integer, indexed: true), Column("s", .string, indexed: true)])
+        var store = try LMDBStore(path: dir.storePath)
+        try store.defineTable(schema)
+        try store.upsert((0..<30).map { k in ["id": .string("r\(k)"), "n": .int(Int64(k % 3)), "s": .string("s\(k)")] }, into: "P")
+        try store.close()
+        // The rows with n == 0 are walked in id order (r0, r12, r15, ...): damage the first, one in
+        // the middle or the last, so that none, some or all the others were deleted before it.
+        let doomed = (0..<30).filter { $0 % 3 == 0 }.map { "r\($0)" }.sorted()
+        let victim = [doomed[0], doomed[doomed.count / 2], doomed[doomed.count - 1]][position]
+        try Self.truncateRecord(dir.storePath, id: victim, keep: 5)
+        store = try LMDBStore(path: dir.storePath)
+        defer { try? store.close() }
+        let q = Query("P", where: Field("n") == .literal(.int(0)))
+        #expect(try store.explain(q).hasPrefix("index"))
+        #expect(errorCode { try store.delete(matching: q) } == .corrupt)
+        #expect(errorCode { try store.write { tx in try tx.delete(matching: q) } } == .corrupt)
+        // Nothing was deleted: every record, and every index entry, is still there.
+        #expect(try store.count("P") == 30)
+        #expect(try store.count("P", where: Field("n") == .literal(.int(0))) == 10)
+        for k in 0..<30 where "r\(k)" != victim {
+            #expect(try store.read(table: "P", id: "r\(k)")?["s"] == .string("s\(k)"))
+            #expect(try store.count("P", where: Field("s") == .literal(.string("s\(k)"))) == 1)
         }
     }
 }
