@@ -1,49 +1,204 @@
+/// The column names of rows read from one table definition, shared by every item built from them:
+/// the names in row order and a lookup from name to position. An item in row form holds a layout and
+/// one `[Value]` (no dictionary, no hashing of its keys) and builds the dictionary only when
+/// ``Item/values`` is read.
+///
+/// Names are distinct, also case-insensitively (ASCII), so the item's keys are exactly `names` and
+/// ``Item/value(forColumn:)`` finds the same value in either form.
+@usableFromInline package final class ItemLayout: Sendable {
+    /// The column names, in row order.
+    package let names: [String]
+    /// Exact name → position.
+    let positions: [String: Int]
+    /// ASCII-folded name → position.
+    let foldedPositions: [String: Int]
+    /// The position of the column named `id` (any case), or `nil`.
+    let idPosition: Int?
+
+    /// A layout for `names`, or `nil` when two names are equal or equal case-insensitively (ASCII).
+    package init?(names: [String]) {
+        var positions: [String: Int] = Dictionary(minimumCapacity: names.count)
+        var folded: [String: Int] = Dictionary(minimumCapacity: names.count)
+        for (n, name) in names.enumerated() {
+            guard positions.updateValue(n, forKey: name) == nil,
+                folded.updateValue(n, forKey: Identifier.fold(name)) == nil
+            else { return nil }
+        }
+        self.names = names
+        self.positions = positions
+        self.foldedPositions = folded
+        self.idPosition = folded["id"]
+    }
+
+    /// The dictionary of an item whose values by position are `row`.
+    func dictionary(_ row: [Value]) -> [String: Value] {
+        var d: [String: Value] = Dictionary(minimumCapacity: names.count)
+        for (n, name) in names.enumerated() { d[name] = row[n] }
+        return d
+    }
+}
+
 /// A row: column names mapped to values, `id` included.
 ///
 /// Items written by callers may name columns in any case (they are matched case-insensitively);
 /// items returned by a store use the columns' defined spelling and carry every column of the table
 /// (null for unset ones), or exactly the selected ones.
+///
+/// An item read from a store may keep its values by position with column names shared by every row
+/// of the result, and build its ``values`` dictionary only when that is read. Either form behaves the
+/// same: equality and hashing are those of the dictionaries.
 public struct Item: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence, CustomStringConvertible {
+    /// The values by name (dictionary form, when `layout` is `nil`).
+    @usableFromInline var dictionary: [String: Value]
+    /// The names of `row` (row form), or `nil`.
+    @usableFromInline var layout: ItemLayout?
+    /// The values by position of `layout.names` (row form).
+    @usableFromInline var row: [Value]
+
     /// The item's values by column name.
-    public var values: [String: Value]
+    public var values: [String: Value] {
+        get { layout.map { $0.dictionary(row) } ?? dictionary }
+        set {
+            dictionary = newValue
+            layout = nil
+            row = []
+        }
+        _modify {
+            makeDictionary()
+            yield &dictionary
+        }
+    }
+
+    /// Turns a row-form item into the dictionary form.
+    @usableFromInline mutating func makeDictionary() {
+        guard let l = layout else { return }
+        dictionary = l.dictionary(row)
+        layout = nil
+        row = []
+    }
 
     /// Creates an item from a dictionary.
-    @inlinable public init(_ values: [String: Value] = [:]) { self.values = values }
+    @inlinable public init(_ values: [String: Value] = [:]) {
+        dictionary = values
+        layout = nil
+        row = []
+    }
+
+    /// An item in row form: `row[n]` is the value of `layout.names[n]`. `row` must have one value per
+    /// name; an item from a row of another length is built as a dictionary of the pairs that exist.
+    package init(layout: ItemLayout, row: [Value]) {
+        if row.count == layout.names.count {
+            dictionary = [:]
+            self.layout = layout
+            self.row = row
+        } else {
+            var d: [String: Value] = [:]
+            for (name, value) in zip(layout.names, row) { d[name] = value }
+            dictionary = d
+            self.layout = nil
+            self.row = []
+        }
+    }
 
     /// Creates an item from a literal; a repeated key keeps its last value.
     public init(dictionaryLiteral elements: (String, Value)...) {
-        self.values = Dictionary(elements, uniquingKeysWith: { _, new in new })
+        self.init(Dictionary(elements, uniquingKeysWith: { _, new in new }))
     }
 
     /// The value stored under exactly `column`, or `nil` when the item has no such key.
-    @inlinable public subscript(_ column: String) -> Value? {
-        get { values[column] }
-        set { values[column] = newValue }
+    public subscript(_ column: String) -> Value? {
+        get {
+            guard let l = layout else { return dictionary[column] }
+            return l.positions[column].map { row[$0] }
+        }
+        set {
+            if let l = layout {
+                if let value = newValue, let n = l.positions[column] {
+                    row[n] = value
+                    return
+                }
+                makeDictionary()
+            }
+            dictionary[column] = newValue
+        }
     }
 
     /// The value of `column`, matched case-insensitively (ASCII), or `nil` when absent.
     public func value(forColumn column: String) -> Value? {
-        if let v = values[column] { return v }
+        if let l = layout {
+            if let n = l.positions[column] ?? l.foldedPositions[Identifier.fold(column)] { return row[n] }
+            return nil
+        }
+        if let v = dictionary[column] { return v }
         let folded = Identifier.fold(column)
-        for (k, v) in values where Identifier.fold(k) == folded { return v }
+        for (k, v) in dictionary where Identifier.fold(k) == folded { return v }
         return nil
     }
 
     /// The item's `id` value (matched case-insensitively), or `nil`.
-    public var id: Value? { value(forColumn: "id") }
+    public var id: Value? {
+        if let l = layout { return l.idPosition.map { row[$0] } }
+        return value(forColumn: "id")
+    }
 
     /// The item's `id` when it is a string.
     public var stringId: String? { id?.stringValue }
 
     /// The number of keys.
-    @inlinable public var count: Int { values.count }
+    public var count: Int { layout?.names.count ?? dictionary.count }
 
     /// Iterates over `(column, value)` pairs in no particular order.
     public func makeIterator() -> Dictionary<String, Value>.Iterator { values.makeIterator() }
 
+    /// The number of keys (iteration visits each once).
+    public var underestimatedCount: Int { count }
+
     /// The keys sorted, with their values.
     public var description: String {
-        "{" + values.keys.sorted().map { "\($0): \(values[$0]!)" }.joined(separator: ", ") + "}"
+        let values = self.values
+        return "{" + values.keys.sorted().map { "\($0): \(values[$0] ?? .null)" }.joined(separator: ", ") + "}"
+    }
+
+    /// Equal when the ``values`` dictionaries are equal (the same keys, each with an equal value).
+    public static func == (a: Item, b: Item) -> Bool {
+        switch (a.layout, b.layout) {
+        case (nil, nil):
+            return a.dictionary == b.dictionary
+        case (let la?, let lb?) where la === lb:
+            return a.row == b.row
+        default:
+            // The keys of either form are distinct, so equal counts and every pair of `a` found in
+            // `b` is dictionary equality.
+            guard a.count == b.count else { return false }
+            if let la = a.layout {
+                for (n, name) in la.names.enumerated() {
+                    guard let w = b[name], a.row[n] == w else { return false }
+                }
+            } else {
+                for (name, v) in a.dictionary {
+                    guard let w = b[name], v == w else { return false }
+                }
+            }
+            return true
+        }
+    }
+
+    /// Hashes as the ``values`` dictionary does (in either form, so equal items hash alike).
+    public func hash(into hasher: inout Hasher) {
+        guard let l = layout else {
+            hasher.combine(dictionary)
+            return
+        }
+        // Dictionary's own algorithm: each pair hashed by a copy of the hasher, the results combined
+        // by XOR (order-independent), then that combined into the hasher.
+        var commutative = 0
+        for (n, name) in l.names.enumerated() {
+            var element = hasher
+            element.combine(name)
+            element.combine(row[n])
+            commutative ^= element.finalize()
+        }
+        hasher.combine(commutative)
     }
 }
 

@@ -144,7 +144,7 @@ func identical(_ a: JSON, _ b: JSON) -> Bool {
 func identical(_ a: Item, _ b: Item) -> Bool {
     guard a.count == b.count else { return false }
     for (k, v) in a.values {
-        guard let w = b.values[k], identical(v, w) else { return false }
+        guard let w = b[k], identical(v, w) else { return false }
     }
     return true
 }
