@@ -99,16 +99,16 @@ final class TableInfo: Sendable {
         insertAllSQL = "INSERT OR IGNORE INTO \(quotedName) (\(names)) VALUES (\(marks))"
         updateAllSQL = "UPDATE OR FAIL \(quotedName) SET \(quotedColumns.map { $0 + " = ?" }.joined(separator: ", ")) WHERE \(idColumn) = ?"
         allColumns = Array(schema.columns.indices)
-        var template: [String: Value] = Dictionary(minimumCapacity: schema.columns.count)
-        for c in schema.columns { template[c.name] = .null }
-        itemTemplate = template
-        itemTemplateIndices = schema.columns.map { template.index(forKey: $0.name) ?? template.startIndex }
+        allColumnsShape = ItemShape(schema, columns: allColumns)
+        hasStringIds = schema.columns[schema.idIndex].type == .string
     }
 
-    /// Every column name mapped to null, and the position of each column (in schema order) in it: a
-    /// read of a whole row copies the template and sets values by position (a copy keeps the positions).
-    let itemTemplate: [String: Value]
-    let itemTemplateIndices: [Dictionary<String, Value>.Index]
+    /// Whether the id column is a string column (``TableSchema/checkId(_:)`` accepts every string id).
+    let hasStringIds: Bool
+
+    /// The names and types of every column, in schema order: items of whole rows share its layout (no
+    /// dictionary per row, no hashing of column names).
+    let allColumnsShape: ItemShape
 
     /// Statements built once per table: reading a row by id, and the upsert of an item that sets
     /// every column (`INSERT OR IGNORE`, then `UPDATE … WHERE id = ?` when the row existed).
@@ -249,15 +249,17 @@ final class CompiledQuery {
     /// The total-count statement (`nil` unless the query asks for the count).
     let count: Fragment?
 
-    /// Whether the rows carry every column in schema order (built from the table's item template).
-    let projectsAllColumns: Bool
+    /// How the selected columns become items: the table's shape when every column is selected (so
+    /// items of every read of the table share one layout).
+    let shape: ItemShape
 
     init(table: TableInfo, resolved: ResolvedQuery, select: Fragment?, count: Fragment?) {
         self.table = table
         self.resolved = resolved
         self.select = select
         self.count = count
-        projectsAllColumns = resolved.projection == table.allColumns
+        shape = resolved.projection == table.allColumns
+            ? table.allColumnsShape : ItemShape(table.schema, columns: resolved.projection)
     }
 }
 

@@ -21,22 +21,14 @@ struct Session {
         columns.map { t.quotedColumns[$0] }.joined(separator: ", ")
     }
 
-    private func item(_ s: Statement, _ schema: TableSchema, _ columns: [Int]) throws -> Item {
-        var values: [String: Value] = Dictionary(minimumCapacity: columns.count)
-        for (k, n) in columns.enumerated() {
-            values[schema.columns[n].name] = try s.value(Int32(k), as: schema.columns[n].type)
+    /// The items of every row of `text`, built by `shape` (values by position under a shared layout),
+    /// appended to `items`.
+    private func items(_ text: Fragment, _ shape: ItemShape, into items: inout [Item]) throws {
+        try connection.withStatement(text.sql, fallbackOnSizeLimit: true) { s in
+            try s.bind(text.arguments)
+            let reader = RowReader(s, types: shape.types)
+            while try reader.next() { items.append(try shape.item(reader)) }
         }
-        return Item(values)
-    }
-
-    /// Every column of `t`'s row at `s`: a copy of the table's item template with its values set in
-    /// place by position, so no column name is hashed.
-    private func fullItem(_ s: Statement, _ t: TableInfo) throws -> Item {
-        var values = t.itemTemplate
-        for (n, c) in t.schema.columns.enumerated() {
-            values.values[t.itemTemplateIndices[n]] = try s.value(Int32(n), as: c.type)
-        }
-        return Item(values)
     }
 
     private func row(_ s: Statement, _ schema: TableSchema) throws -> [Value] {
@@ -92,10 +84,14 @@ struct Session {
 
     func read(table name: String, id: Value) throws -> Item? {
         let t = try table(name)
-        try t.schema.checkId(id)
+        // A string id of a string-keyed table needs no check (the common case, without copying the schema).
+        var plainStringId = false
+        if t.hasStringIds, case .string = id { plainStringId = true }
+        if !plainStringId { try t.schema.checkId(id) }
         return try connection.withStatement(t.selectByIdSQL) { s in
             try s.bind(id, at: 1)
-            return try s.step() ? try fullItem(s, t) : nil
+            let reader = RowReader(s, types: t.allColumnsShape.types)
+            return try reader.next() ? try t.allColumnsShape.item(reader) : nil
         }
     }
 
@@ -129,11 +125,7 @@ struct Session {
             try compiledOrFallback {
                 var items: [Item] = []
                 if let select = compiled.select {
-                    if compiled.projectsAllColumns {
-                        try rows(select) { s in items.append(try fullItem(s, t)) }
-                    } else {
-                        try rows(select) { s in items.append(try item(s, t.schema, q.projection)) }
-                    }
+                    try self.items(select, compiled.shape, into: &items)
                 }
                 var total: Int?
                 if let count = compiled.count {
