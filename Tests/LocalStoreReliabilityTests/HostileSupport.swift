@@ -95,10 +95,21 @@ final class TmpfsMount {
 
     var path: String { directory.path }
 
+    /// Remounts read-only or writable. A read-only remount fails with `EBUSY` while any process holds a file
+    /// of the mount open for writing. It was seen once in a few whole-suite runs under heavy parallel load,
+    /// always right after the store was closed (the cause is not pinned down; a child another test forks at that
+    /// moment holding an inherited descriptor is one candidate), so `EBUSY` is retried for up to 5 s before it
+    /// counts as a failure. Any other error, or a mount still busy after 5 s, fails the test.
     func remount(readOnly: Bool) throws {
         let flags = UInt(MS_REMOUNT) | (readOnly ? UInt(MS_RDONLY) : 0)
-        guard mount(nil, directory.path, nil, flags, nil) == 0 else {
-            throw LocalStoreError(.internal, "remount: \(String(cString: strerror(errno)))")
+        var attempts = 0
+        while mount(nil, directory.path, nil, flags, nil) != 0 {
+            let code = errno
+            attempts += 1
+            guard code == EBUSY, attempts < 100 else {
+                throw LocalStoreError(.internal, "remount: \(String(cString: strerror(code))) (after \(attempts) attempts)")
+            }
+            usleep(50_000)
         }
     }
 
