@@ -1,9 +1,9 @@
 import LocalStore
 
-/// Builds items straight from stored records, without an intermediate `[Value]` row: a template
-/// dictionary (every returned column mapped to null, hashed once when the builder is made) is copied
-/// per record and each decoded value is stored at its column's precomputed position in it — no
-/// name is hashed per record and every string is built once.
+/// Builds items straight from stored records, without an intermediate decoded row: each item is in
+/// row form (``ItemLayout``) — one `[Value]` of the returned columns under a layout of their names
+/// made once per builder and shared by every item it builds — so no dictionary is built, copied or
+/// hashed per record, and every string is built once.
 ///
 /// The items equal what ``RecordCodec/decode(_:schema:)`` followed by `ResolvedQuery.project` (or, for
 /// every column, a read by id) gives: the same keys (the columns' defined spelling), the same values,
@@ -13,20 +13,35 @@ import LocalStore
 struct ItemBuilder: Sendable {
     let schema: TableSchema
     let idIndex: Int
-    private let template: [String: Value]
-    /// For each column of the schema, where its value goes in ``template``; `nil` when not returned.
-    private let slots: [Dictionary<String, Value>.Index?]
+    /// The returned columns' names, shared by every item; `nil` when they are not distinct (a
+    /// projection naming a column twice), and the items are then built as dictionaries.
+    let layout: ItemLayout?
+    /// The returned columns' names, in item (row) order.
+    private let names: [String]
+    /// For each column of the schema, its position in an item's row; `-1` when not returned.
+    private let slots: [Int]
+    /// Whether the row is every column of the schema in schema order (values are appended as decoded).
+    private let isWholeRow: Bool
 
     /// A builder of items holding the columns at `projection` (positions in `schema`).
     init(schema: TableSchema, projection: [Int]) {
         self.schema = schema
         idIndex = schema.idIndex
-        var template: [String: Value] = Dictionary(minimumCapacity: projection.count)
-        for n in projection { template[schema.columns[n].name] = .null }
-        var slots = [Dictionary<String, Value>.Index?](repeating: nil, count: schema.columns.count)
-        for n in projection { slots[n] = template.index(forKey: schema.columns[n].name) }
-        self.template = template
+        var names: [String] = []
+        names.reserveCapacity(projection.count)
+        var slots = [Int](repeating: -1, count: schema.columns.count)
+        for n in projection {
+            let name = schema.columns[n].name
+            // A column returned twice is one key, at its first position (as a dictionary keeps it once).
+            if slots[n] < 0 {
+                slots[n] = names.count
+                names.append(name)
+            }
+        }
+        self.names = names
         self.slots = slots
+        layout = ItemLayout(names: names)
+        isWholeRow = names.count == schema.columns.count && slots.enumerated().allSatisfy { $0.offset == $0.element }
     }
 
     /// A builder of whole rows (every column).
@@ -41,11 +56,25 @@ struct ItemBuilder: Sendable {
 
     /// The item of a stored record; `corrupt` when the record does not decode.
     func item(_ record: UnsafeRawBufferPointer) throws -> Item {
-        var values = template
-        let slots = self.slots
-        _ = try RecordCodec.forEachValue(record, schema: schema, idIndex: idIndex) { n, v in
-            if let slot = slots[n] { values.values[slot] = v }
+        var row: [Value]
+        if isWholeRow {
+            // The decoder hands the stored columns over in order: append them, then null for the
+            // columns a short record lacks.
+            row = []
+            row.reserveCapacity(names.count)
+            _ = try RecordCodec.forEachValue(record, schema: schema, idIndex: idIndex) { _, v in row.append(v) }
+            while row.count < names.count { row.append(.null) }
+        } else {
+            row = [Value](repeating: .null, count: names.count)
+            let slots = self.slots
+            _ = try RecordCodec.forEachValue(record, schema: schema, idIndex: idIndex) { n, v in
+                let slot = slots[n]
+                if slot >= 0 { row[slot] = v }
+            }
         }
+        if let layout { return Item(layout: layout, row: row) }
+        var values: [String: Value] = Dictionary(minimumCapacity: names.count)
+        for (name, value) in zip(names, row) { values[name] = value }
         return Item(values)
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import LocalStore
+@testable import LocalStore
 @testable import LocalStoreLMDB
 import Testing
 
@@ -21,13 +21,17 @@ struct ItemBuilderTests {
         for selection in Self.selections(&rng) {
             let q = try ResolvedQuery(Query("Filtered", select: selection), schema: Self.schema)
             let builder = ItemBuilder(q)
+            #expect(builder.layout?.names == q.projection.map { Self.schema.columns[$0].name })
             for n in 0..<200 {
                 let row = RecordFilterTests.randomRow(&rng)
                 let record = RecordCodec.encode(row, rowId: UInt64(n))
                 let decoded = try RecordCodec.decode(record, schema: Self.schema)
                 let item = try record.withUnsafeBytes { try builder.item($0) }
                 #expect(item == q.project(decoded.row))
+                #expect(item.values == q.project(decoded.row).values)
                 #expect(item.count == q.projection.count)
+                // Row form, under the builder's one layout.
+                #expect(item.layout != nil && item.layout === builder.layout)
                 #expect(item == ItemProjector(q).item(decoded.row))
             }
         }
@@ -42,6 +46,7 @@ struct ItemBuilderTests {
             let record = RecordCodec.encode(row, rowId: UInt64(n))
             let item = try record.withUnsafeBytes { try builder.item($0) }
             #expect(item.count == Self.schema.columns.count)
+            #expect(item.layout != nil && item.layout === builder.layout)
             for (k, c) in Self.schema.columns.enumerated() {
                 #expect(item[c.name] == (k < row.count ? row[k] : .null), "column \(c.name)")
             }
@@ -115,6 +120,13 @@ struct ItemBuilderTests {
                     "T", where: Field("p") == .literal(.int(Int64(p))), sort: [SortKey("u", .descending)], skip: skip, top: top)
                 if top > 0 { #expect(try store.explain(query).hasPrefix("ordered index"), "plan of \(query)") }
                 let got = try store.read(query).items
+                // Every item of a read transaction's query of all columns shares the table's layout.
+                #expect(got.allSatisfy { $0.layout != nil && $0.layout === got.first?.layout })
+                if let first = got.first, let id = first.id {
+                    // A read by id: the same item, under the same (cached whole-row) layout.
+                    let byId = try #require(try store.read(table: "T", id: id))
+                    #expect(byId == first && byId.layout === first.layout)
+                }
                 let all = try store.read(Query("T")).items
                 let expected = try ResolvedQuery(query, schema: try #require(try store.schema(of: "T")))
                 let rows = all.map { item in expected.schema.columns.map { item[$0.name] ?? .null } }
