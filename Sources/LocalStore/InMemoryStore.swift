@@ -355,6 +355,9 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
 final class MemTable {
     @exclusivity(unchecked) private(set) var schema: TableSchema
     @exclusivity(unchecked) private(set) var columns: [MemColumn]
+    /// The names of every column in schema order, shared by the whole-row items of this definition
+    /// (``item(_:)``, queries of all columns); `nil` if the names were not distinct.
+    @exclusivity(unchecked) private(set) var layout: ItemLayout?
     /// Whether each slot holds a live row. A row deleted by an uncommitted transaction is not live but
     /// keeps its values (and its slot) until the transaction commits, so a rollback can bring it back.
     @exclusivity(unchecked) private(set) var live: [Bool] = []
@@ -375,6 +378,7 @@ final class MemTable {
     init(schema: TableSchema) {
         self.schema = schema
         columns = schema.columns.map { MemColumn(type: $0.type, count: 0) }
+        layout = ItemLayout(names: schema.columns.map(\.name))
         for (n, c) in schema.columns.enumerated() where c.indexed && n != schema.idIndex {
             indexes[n] = SlotTree()
         }
@@ -403,8 +407,9 @@ final class MemTable {
     /// The row in `slot`, every column.
     func row(_ slot: Int) -> [Value] { columns.map { $0.value(slot) } }
 
-    /// The row in `slot` as an item with every column.
+    /// The row in `slot` as an item with every column (in row form under ``layout``).
     func item(_ slot: Int) -> Item {
+        if let layout { return Item(layout: layout, row: row(slot)) }
         var values: [String: Value] = Dictionary(minimumCapacity: schema.columns.count)
         for (n, c) in schema.columns.enumerated() { values[c.name] = columns[n].value(slot) }
         return Item(values)
@@ -475,6 +480,7 @@ final class MemTable {
     func redefine(_ newSchema: TableSchema) {
         for c in newSchema.columns.dropFirst(columns.count) { columns.append(MemColumn(type: c.type, count: live.count)) }
         schema = newSchema
+        layout = ItemLayout(names: newSchema.columns.map(\.name))
         for (n, c) in newSchema.columns.enumerated() where c.indexed && n != newSchema.idIndex && indexes[n] == nil {
             let tree = SlotTree()
             let order = columnOrder(n)
@@ -1067,24 +1073,32 @@ final class MemTable {
     }
 }
 
-/// Builds the items of a query's result: a template dictionary holds the returned columns' names (with
-/// null values); each item copies it (its storage, without hashing a name) and sets its values by index.
+/// Builds the items of a query's result in row form: one `[Value]` of the returned columns per item under
+/// a layout of their names shared by every item (the table's own for a query of all columns), so no
+/// dictionary is built or copied per row.
 struct ItemBuilder {
-    private let template: [String: Value]
-    private let fields: [(column: MemColumn, index: Dictionary<String, Value>.Index)]
+    /// `nil` when the names are not distinct; the items are then dictionaries.
+    private let layout: ItemLayout?
+    private let names: [String]
+    private let fields: [MemColumn]
 
     /// For the columns at positions `columns` of `table`, under their defined names.
     init(_ table: MemTable, columns: [Int]) {
-        var template: [String: Value] = Dictionary(minimumCapacity: columns.count)
-        for n in columns { template[table.schema.columns[n].name] = .null }
-        self.template = template
-        fields = columns.compactMap { n in template.index(forKey: table.schema.columns[n].name).map { (table.columns[n], $0) } }
+        names = columns.map { table.schema.columns[$0].name }
+        fields = columns.map { table.columns[$0] }
+        if columns.count == table.schema.columns.count, columns.elementsEqual(table.schema.columns.indices) {
+            layout = table.layout
+        } else {
+            layout = ItemLayout(names: names)
+        }
     }
 
     /// The item of the row in `slot`.
     func item(_ slot: Int) -> Item {
-        var values = template
-        for (column, index) in fields { values.values[index] = column.value(slot) }
+        let row = fields.map { $0.value(slot) }
+        if let layout { return Item(layout: layout, row: row) }
+        var values: [String: Value] = Dictionary(minimumCapacity: names.count)
+        for (name, value) in zip(names, row) { values[name] = value }
         return Item(values)
     }
 }
