@@ -273,7 +273,7 @@ enum MetaKey {
 
 /// What a read by id of one table needs, resolved once per catalog generation and table spelling: the
 /// definition, the primary database's handle and an ``ItemBuilder`` of whole rows (every column mapped
-/// to null in a template, with each column's position in it), so that a read decodes the record
+/// to its position in the item's row, under one shared `ItemLayout`), so that a read decodes the record
 /// straight into the item without hashing a column name.
 final class ReadByIdPlan: Sendable {
     let generation: UInt64

@@ -581,7 +581,7 @@ struct QueryRunner {
 
     /// The items the query returns and the number of matches (meaningful when the query asks for
     /// the count). The records of an ordered walk become items straight from their bytes
-    /// (``ItemBuilder``: no `[Value]` row per record); other plans' rows are projected.
+    /// (``ItemBuilder``: row-form items, no decoded row per record); other plans' rows are projected.
     /// `wholeRows`: a builder of every column of the table, used when the query returns them all.
     func items(wholeRows: ItemBuilder? = nil) throws -> (items: [Item], count: Int) {
         switch try execute() {

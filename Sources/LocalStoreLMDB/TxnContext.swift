@@ -398,7 +398,7 @@ final class TxnContext {
 
     func read(table name: String, id: Value) throws -> Item? {
         // A read transaction's catalog is a committed one: its table, database handle and item
-        // template come from the plan cached for its generation (no folding, hashing or handle lookup).
+        // builder come from the plan cached for its generation (no folding, hashing or handle lookup).
         guard !isWrite else {
             let t = try table(name)
             try t.schema.checkId(id)
