@@ -32,12 +32,15 @@ struct AsyncStoreTests {
         try await store.defineTable(TableSchema("T", ["n": .integer]))
         let release = DispatchSemaphore(value: 0)
         let blockers = ProcessInfo.processInfo.activeProcessorCount * 4
+        // One deadline for every blocker: a starved pool never releases them, so they all time out; a slow
+        // machine (a loaded CI runner, a sanitizer build) only has to run the releaser within a minute.
+        let deadline = DispatchTime.now() + 60
         let timedOut = try await withThrowingTaskGroup(of: Bool.self) { group in
             for n in 0..<blockers {
                 group.addTask {
                     try await store.write { tx in
                         try tx.upsert([["id": .string("\(n)"), "n": .int(Int64(n))]], into: "T")
-                        return release.wait(timeout: .now() + 5) == .timedOut
+                        return release.wait(timeout: deadline) == .timedOut
                     }
                 }
             }
