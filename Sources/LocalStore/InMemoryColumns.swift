@@ -81,6 +81,16 @@ final class MemColumn {
         }
     }
 
+    /// The ``TableSchema/byteCount(of:)`` of the value in `slot`, without building the value.
+    func byteCount(_ slot: Int) -> Int {
+        if state[slot] == 0 { return 0 }
+        switch type {
+        case .string, .binary: return Int(lengths[slot])
+        case .json: return TableSchema.byteCount(of: others[slot])
+        default: return 8
+        }
+    }
+
     /// Whether `slot` holds exactly `v`: the same kind and the same bits or bytes (not Swift's `==`, under
     /// which canonically equivalent strings are equal).
     func holds(_ slot: Int, _ v: Value) -> Bool {

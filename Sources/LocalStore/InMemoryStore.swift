@@ -307,6 +307,9 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
             try check()
             let t = try store.table(table)
             let prepared = try items.map { try t.schema.prepare($0, options: options) }
+            try t.schema.checkMergedSizes(prepared, options: options) { id in
+                t.slot(of: id).map { slot in t.columns.map { $0.byteCount(slot) } }
+            }
             for p in prepared {
                 if let slot = t.slot(of: p.id) {
                     let before = t.update(slot, p.assignments)

@@ -73,7 +73,7 @@ extension TableSchema {
     ///   ``maximumItemBytes`` (or the lower limits of `options`).
     public func prepare(_ item: Item, options: UpsertOptions = .strict) throws -> PreparedItem {
         let valueLimit = min(max(0, options.maximumValueBytes), Self.maximumValueBytes)
-        let itemLimit = min(max(0, options.maximumItemBytes), Self.maximumItemBytes)
+        let itemLimit = Self.itemLimit(options)
         var itemBytes = 0
         var assignments: [PreparedItem.Assignment] = []
         assignments.reserveCapacity(item.count)
@@ -149,6 +149,81 @@ extension TableSchema {
             }
         }
         return PreparedItem(id: id, assignments: assignments)
+    }
+
+    /// The item limit a write with `options` enforces: ``UpsertOptions/maximumItemBytes``, at most
+    /// ``maximumItemBytes``.
+    public static func itemLimit(_ options: UpsertOptions) -> Int {
+        min(max(0, options.maximumItemBytes), maximumItemBytes)
+    }
+
+    /// Checks the row that merging `item` into a stored row leaves against the item limit of `options`.
+    ///
+    /// ``prepare(_:options:)`` checks the values an item sets; an item that leaves some columns unset keeps
+    /// their stored values, so the updated row can pass the limit even though the item alone does not.
+    /// Every backend calls this before it writes such an update (a new row's unset columns are null), so
+    /// the limit holds for stored rows, identically everywhere.
+    ///
+    /// - Parameters:
+    ///   - item: the prepared item.
+    ///   - options: the write's options.
+    ///   - storedByteCount: the ``byteCount(of:)`` of the stored value of a column `item` does not set
+    ///     (called with the column's position, in schema order, only for those columns).
+    /// - Throws: `invalidValue` naming the table and the column where the sum passes the limit in schema
+    ///   order; whatever `storedByteCount` throws.
+    public func checkMergedSize(
+        _ item: PreparedItem, options: UpsertOptions, storedByteCount: (Int) throws -> Int
+    ) throws {
+        let assignments = item.assignments
+        guard assignments.count < columns.count else { return }
+        let limit = Self.itemLimit(options)
+        var sum = 0
+        var next = 0
+        var passedAt: Int?
+        for c in columns.indices {
+            if next < assignments.count, assignments[next].column == c {
+                sum += Self.byteCount(of: assignments[next].value)
+                next += 1
+            } else {
+                sum += try storedByteCount(c)
+            }
+            if sum > limit, passedAt == nil { passedAt = c }
+        }
+        if let passedAt {
+            let c = columns[passedAt].name
+            throw LocalStoreError(
+                .invalidValue,
+                "an update of item \(item.id) of table '\(name)' would leave a row of \(sum) bytes (the item's values and the stored values of the columns it does not set), more than the \(limit) an item may take (passed at column '\(c)')",
+                table: name, column: c)
+        }
+    }
+
+    /// Checks the rows a batch of prepared items leaves, in order, with ``checkMergedSize(_:options:storedByteCount:)``:
+    /// an item whose id an earlier item of the batch wrote merges into that row, any other into the stored
+    /// row (`storedByteCounts` of its id: the ``byteCount(of:)`` of each column of the stored row in schema
+    /// order, `nil` when there is none). Does nothing when every item sets every column.
+    ///
+    /// Backends call it before writing anything of the batch, so a refused batch changes nothing.
+    public func checkMergedSizes(
+        _ items: [PreparedItem], options: UpsertOptions, storedByteCounts: (Value) throws -> [Int]?
+    ) throws {
+        guard items.contains(where: { $0.assignments.count < columns.count }) else { return }
+        var written: [Value: [Int]] = [:]
+        for item in items {
+            let key: Value
+            if case .string(let s) = item.id { key = .string(Collation.noCaseKey(s)) } else { key = item.id }
+            var row: [Int]
+            if item.assignments.count == columns.count {
+                row = [Int](repeating: 0, count: columns.count)
+            } else {
+                row = try written[key] ?? storedByteCounts(item.id) ?? [Int](repeating: 0, count: columns.count)
+                let stored = row
+                try checkMergedSize(item, options: options) { $0 < stored.count ? stored[$0] : 0 }
+            }
+            if row.count < columns.count { row.append(contentsOf: repeatElement(0, count: columns.count - row.count)) }
+            for a in item.assignments { row[a.column] = Self.byteCount(of: a.value) }
+            written[key] = row
+        }
     }
 
     /// Checks an id given to a read or delete call: it must have the id column's type.

@@ -13,6 +13,7 @@ extension ConformanceSuite {
         ConformanceCheck(name: "upsertIntegerIntoDoubleColumn", upsertIntegerIntoDoubleColumn),
         ConformanceCheck(name: "upsertNonFiniteNumbersRefused", upsertNonFiniteNumbersRefused),
         ConformanceCheck(name: "upsertValueSizeLimit", upsertValueSizeLimit),
+        ConformanceCheck(name: "upsertPartialUpdateSizeLimit", upsertPartialUpdateSizeLimit),
         ConformanceCheck(name: "upsertMissingId", upsertMissingId),
         ConformanceCheck(name: "upsertDuplicateKeyInDifferentCase", upsertDuplicateKeyInDifferentCase),
         ConformanceCheck(name: "upsertNamesMatchCaseInsensitively", upsertNamesMatchCaseInsensitively),

@@ -494,6 +494,10 @@ final class TxnContext {
                 }
             }
             if prepared.isEmpty { return }
+            // Before anything is written, so a refused item leaves the transaction as it was.
+            try t.schema.checkMergedSizes(prepared, options: options) { id in
+                try findRow(t, id: id).map { found in found.row.map(TableSchema.byteCount(of:)) }
+            }
             try executing { try upsertRows(t, prepared) }
             if changes != nil { changes?.upserted(prepared.map(\.id), in: t.schema.name) }
         case .deleteIds(let ids, let table):

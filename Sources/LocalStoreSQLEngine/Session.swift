@@ -177,8 +177,8 @@ struct Session {
         var updates: [[Int]: String] = [:]
         for p in prepared {
             let assignments = p.assignments
-            guard assignments.count < limit else {
-                try upsertWide(p, t)
+            guard assignments.count + 1 < limit else {  // the values, the id and the size bound
+                try upsertWide(p, t, options: options)
                 continue
             }
             // An item setting every column (assignments are in column order) uses the table's own SQL.
@@ -209,14 +209,74 @@ struct Session {
             } else {
                 let sets = columns.map { t.quotedColumns[$0] + " = ?" }.joined(separator: ", ")
                 update = "UPDATE OR FAIL \(t.quotedName) SET \(sets) WHERE \(t.idColumn) = ?"
+                    + Self.mergedSizeGuard(t, setting: columns)
                 updates[columns] = update
             }
-            try connection.withStatement(update) { s in
-                for (k, a) in assignments.enumerated() { try s.bind(a.value, at: Int32(k + 1)) }
-                try s.bind(p.id, at: Int32(assignments.count + 1))
-                try s.run()
+            try runUpdate(update, p, t, options: options)
+        }
+    }
+
+    /// The condition a partial update adds to its `WHERE`: the bytes the stored values of the columns it
+    /// does not set take (as ``TableSchema/byteCount(of:)`` counts them) are at most the bound parameter
+    /// that follows the id, the item limit less the item's own bytes. The row is updated only if the
+    /// result fits the limit; ``runUpdate(_:_:_:options:)`` turns "no row changed" into the error.
+    static func mergedSizeGuard(_ t: TableInfo, setting columns: [Int]) -> String {
+        var unset: [String] = []
+        var next = 0
+        for (c, column) in t.schema.columns.enumerated() {
+            if next < columns.count, columns[next] == c {
+                next += 1
+                continue
+            }
+            let q = t.quotedColumns[c]
+            switch column.type {
+            case .string, .binary, .json: unset.append("coalesce(length(CAST(\(q) AS BLOB)), 0)")
+            default: unset.append("(\(q) IS NOT NULL) * 8")
             }
         }
+        return unset.isEmpty ? "" : " AND (" + unset.joined(separator: " + ") + ") <= ?"
+    }
+
+    /// Runs the `UPDATE` of an existing row (its `INSERT OR IGNORE` inserted nothing): binds the item's
+    /// values, its id and, for a partial update, the room its other columns have
+    /// (``mergedSizeGuard(_:setting:)``). A partial update that changed nothing was refused by that guard:
+    /// the stored sizes are read back and ``TableSchema/checkMergedSize(_:options:storedByteCount:)``
+    /// throws the error naming the column.
+    private func runUpdate(_ sql: String, _ p: PreparedItem, _ t: TableInfo, options: UpsertOptions) throws {
+        let assignments = p.assignments
+        let partial = assignments.count < t.quotedColumns.count
+        let changed = try connection.withStatement(sql) { s in
+            var own = 0
+            for (k, a) in assignments.enumerated() {
+                try s.bind(a.value, at: Int32(k + 1))
+                own += TableSchema.byteCount(of: a.value)
+            }
+            try s.bind(p.id, at: Int32(assignments.count + 1))
+            if partial { try s.bind(.int(Int64(TableSchema.itemLimit(options) - own)), at: Int32(assignments.count + 2)) }
+            try s.run()
+            return connection.api.changes(connection.db) > 0
+        }
+        if partial, !changed { try checkStoredMergedSize(p, t, options: options) }
+    }
+
+    /// Reads the sizes of the stored row of `p`'s id and checks the row merging `p` into it would leave.
+    private func checkStoredMergedSize(_ p: PreparedItem, _ t: TableInfo, options: UpsertOptions) throws {
+        let sizes = t.schema.columns.indices.map { c -> String in
+            let q = t.quotedColumns[c]
+            switch t.schema.columns[c].type {
+            case .string, .binary, .json: return "coalesce(length(CAST(\(q) AS BLOB)), 0)"
+            default: return "(\(q) IS NOT NULL) * 8"
+            }
+        }
+        let stored = try connection.withStatement(
+            "SELECT \(sizes.joined(separator: ", ")) FROM \(t.quotedName) WHERE \(t.idColumn) = ?"
+        ) { s -> [Int]? in
+            try s.bind(p.id, at: 1)
+            guard try s.step() else { return nil }
+            return (0..<s.columnCount).map { Int(s.int64($0)) }
+        }
+        guard let stored else { return }
+        try t.schema.checkMergedSize(p, options: options) { $0 < stored.count ? stored[$0] : 0 }
     }
 
     /// Upserts one item inside a `write {}` body (the caller opened no savepoint), leaving the transaction
@@ -247,7 +307,7 @@ struct Session {
             }
             bytes += 9
         }
-        guard p.assignments.count < connection.variableLimit, bytes < connection.lengthLimit / 2 else {
+        guard p.assignments.count + 1 < connection.variableLimit, bytes < connection.lengthLimit / 2 else {
             try inSavepoint { try upsert([item], into: name, options: options) }
             return
         }
@@ -273,14 +333,9 @@ struct Session {
         } else {
             let sets = assignments.map { t.quotedColumns[$0.column] + " = ?" }.joined(separator: ", ")
             update = "UPDATE OR FAIL \(t.quotedName) SET \(sets) WHERE \(t.idColumn) = ?"
+                + Self.mergedSizeGuard(t, setting: assignments.map(\.column))
         }
-        let run = {
-            try connection.withStatement(update) { s in
-                for (k, a) in assignments.enumerated() { try s.bind(a.value, at: Int32(k + 1)) }
-                try s.bind(p.id, at: Int32(assignments.count + 1))
-                try s.run()
-            }
-        }
+        let run = { try self.runUpdate(update, p, t, options: options) }
         if setsAll { try run() } else { try inSavepoint(run) }
     }
 
@@ -307,11 +362,12 @@ struct Session {
 
     /// Upserts an item that sets more columns than one statement can bind: insert its id, then set its
     /// columns in chunks.
-    private func upsertWide(_ p: PreparedItem, _ t: TableInfo) throws {
+    private func upsertWide(_ p: PreparedItem, _ t: TableInfo, options: UpsertOptions) throws {
         try connection.withStatement("INSERT OR IGNORE INTO \(t.quotedName) (\(t.idColumn)) VALUES (?)") { s in
             try s.bind(p.id, at: 1)
             try s.run()
         }
+        try checkStoredMergedSize(p, t, options: options)
         let perUpdate = max(1, connection.variableLimit - 1)
         let assignments = p.assignments
         var from = 0

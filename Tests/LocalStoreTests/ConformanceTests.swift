@@ -35,6 +35,7 @@ struct ConformanceTests {
         "upsertIntegerIntoDoubleColumn",
         "upsertNonFiniteNumbersRefused",
         "upsertValueSizeLimit",
+        "upsertPartialUpdateSizeLimit",
         "upsertMissingId",
         "upsertDuplicateKeyInDifferentCase",
         "upsertNamesMatchCaseInsensitively",
@@ -154,6 +155,7 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func upsertIntegerIntoDoubleColumn(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func upsertNonFiniteNumbersRefused(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func upsertValueSizeLimit(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func upsertPartialUpdateSizeLimit(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func upsertMissingId(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func upsertDuplicateKeyInDifferentCase(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func upsertNamesMatchCaseInsensitively(_ backend: StoreFactory) throws { try runCheck(backend) }

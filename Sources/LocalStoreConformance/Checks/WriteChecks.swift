@@ -260,6 +260,59 @@ extension ConformanceSuite {
         }
     }
 
+    /// An item that leaves columns unset keeps their stored values, so the item limit applies to the row the
+    /// update leaves: a partial update that would grow a stored row past `UpsertOptions.maximumItemBytes`
+    /// is `invalidValue` naming the table and the column where the sum passes the limit in schema order
+    /// (possibly a column the item does not set), and writes nothing — also for a second item of a batch
+    /// merging into the row the first one wrote, and inside a `write {}` that goes on after the error. A
+    /// row at the limit exactly is accepted.
+    public static func upsertPartialUpdateSizeLimit(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(typedSchema)
+            let options = UpsertOptions(maximumItemBytes: 1000)
+            // "i" (1 byte) + 499: the item alone is 500 bytes.
+            try store.upsert([["id": "i", "text": .string(String(repeating: "x", count: 499))]], into: "Typed", options: options)
+            // + 500 bytes of blob, not set together with the text: the row is at the limit exactly.
+            let blob = Value.binary(Array(repeating: 3, count: 500))
+            try store.upsert([["id": "i", "blob": blob]], into: "Typed", options: options)
+            guard let atLimit = try store.read(table: "Typed", id: "i") else {
+                throw ConformanceFailure("the row at the limit was not stored")
+            }
+            try expectIdentical(atLimit["blob"], blob, "a partial update leaving a row at the limit is stored")
+            try expectIdentical(atLimit["text"], .string(String(repeating: "x", count: 499)), "the text kept by the partial update")
+            let before = try snapshot(store, ["Typed"])
+            // 8 more bytes: the sum in schema order (id, text, count, …, blob) passes the limit at blob.
+            let error = try expectThrows(code: .invalidValue, "a partial update growing the row one value past the limit") {
+                try store.upsert([["id": "I", "count": 5]], into: "Typed", options: options)
+            }
+            try expectEqual(error.table, "Typed", "the table of the error")
+            try expectEqual(error.column, "blob", "the column where the row passes the limit in schema order")
+            try expect(error.message.contains("1008 bytes"), "the message names the size of the row: \(error.message)")
+            try expectThrows(code: .invalidValue, "the same, one item of a batch") {
+                try store.upsert([["id": "j", "count": 1], ["id": "i", "flag": true]], into: "Typed", options: options)
+            }
+            try expectThrows(code: .invalidValue, "a second item of a batch merging into the row the first one writes") {
+                try store.upsert(
+                    [["id": "n", "text": .string(String(repeating: "y", count: 600))], ["id": "N", "blob": blob]],
+                    into: "Typed", options: options)
+            }
+            try expectUnchanged(store, before, "refused partial updates must write nothing")
+            // Inside a transaction: the refused call changes nothing and the transaction goes on.
+            try store.write { tx in
+                do {
+                    try tx.upsert([["id": "i", "moment": .date(date(5))]], into: "Typed", options: options)
+                    throw LocalStoreError(.internal, "a partial update past the limit inside write {} was accepted")
+                } catch let e as LocalStoreError where e.code == .invalidValue {}
+                try tx.upsert([["id": "k", "count": 2]], into: "Typed", options: options)
+            }
+            try expectIdentical(try store.read(table: "Typed", id: "i"), atLimit, "the row the refused update left alone")
+            try expectEqual(try store.read(table: "Typed", id: "k")?["count"], .int(2), "the write after the refused call")
+            // Clearing a value makes room: the same update fits once the text is null.
+            try store.upsert([["id": "i", "text": nil, "count": 5]], into: "Typed", options: options)
+            try expectEqual(try store.read(table: "Typed", id: "i")?["count"], .int(5), "a partial update that fits")
+        }
+    }
+
     /// An item without an id, or with a null id, is `missingId`.
     public static func upsertMissingId(_ factory: StoreFactory) throws {
         try withStore(factory) { store in
