@@ -73,23 +73,17 @@ docs: deps
 	@if grep -n 'warning:' $(DOCS_DIR)/generate-documentation.log; then echo "docs: warnings (above)"; exit 1; fi
 	@echo "docs: $(words $(DOCS_TARGETS)) archives in $(DOCS_DIR), no warnings"
 
-# The whole test suite under each sanitizer, each in its own scratch folder (.build-tsan, .build-asan).
-# SQLCipher cases run in localstore-sqlcipher-suite, a process without libsqlite3 (docs/reliability.md,
-# "Sanitizers"). UndefinedBehaviorSanitizer is not offered: swiftc refuses -sanitize=undefined on Linux.
-# Any report fails the run (TSan: exit code 66; ASan: abort at the first error).
+# The whole test suite under each sanitizer, each in its own scratch folder (.build-tsan, .build-asan), one
+# batch per test target (scripts/sanitize.sh). SQLCipher cases run in localstore-sqlcipher-suite, a process
+# without libsqlite3 (docs/reliability.md, "Sanitizers"). UndefinedBehaviorSanitizer is not offered: swiftc
+# refuses -sanitize=undefined on Linux. Any report, failed test or batch still running after
+# SANITIZE_BATCH_TIMEOUT seconds fails the run; the totals are printed at the end.
 SANITIZERS ?= thread address
 SANITIZE_FILTER ?=
+SANITIZE_BATCH_TIMEOUT ?= 2700
 sanitize: deps
-	@status=0; for s in $(SANITIZERS); do \
-		echo "== make sanitize: $$s =="; \
-		case $$s in thread) dir=.build-tsan;; address) dir=.build-asan;; *) dir=.build-$$s;; esac; \
-		if $(SWIFT) build --build-tests --sanitize=$$s --scratch-path $$dir; then \
-			TSAN_OPTIONS="halt_on_error=0 exitcode=66 suppressions=$(CURDIR)/scripts/tsan-suppressions.txt $$TSAN_OPTIONS" \
-			ASAN_OPTIONS="detect_leaks=0 $$ASAN_OPTIONS" \
-			$(SWIFT) test --skip-build --sanitize=$$s --scratch-path $$dir $(if $(SANITIZE_FILTER),--filter '$(SANITIZE_FILTER)') \
-				|| { echo "== make sanitize: $$s FAILED =="; status=1; }; \
-		else echo "== make sanitize: $$s build FAILED =="; status=1; fi; \
-	done; exit $$status
+	SWIFT='$(SWIFT)' SANITIZERS='$(SANITIZERS)' SANITIZE_FILTER='$(SANITIZE_FILTER)' \
+		SANITIZE_BATCH_TIMEOUT='$(SANITIZE_BATCH_TIMEOUT)' bash scripts/sanitize.sh
 
 build: deps
 	$(SWIFT) build

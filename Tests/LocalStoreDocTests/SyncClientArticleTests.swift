@@ -1,5 +1,6 @@
 import Foundation
 import LocalStore
+import LocalStoreSQLCipher
 import Testing
 
 // The snippets of "Writing a sync client on LocalStore" (Sources/LocalStore/LocalStore.docc/WritingASyncClient.md),
@@ -33,7 +34,10 @@ func pull(_ store: any LocalStore, from server: TodoServer, queryId: String = "a
 
 @Suite("Article: Writing a sync client")
 struct SyncClientArticleTests {
-    @Test("queue local edits: collapse rules", arguments: DocBackend.allCases)
+    @Test("queue local edits: collapse rules (SQLCipher)", .enabled(if: SQLCipherLibrary.processRefusal == nil, "SQLCipher is refused in this process (sanitizer)"))
+    func queueLocalEditsSQLCipher() throws { try queueLocalEdits(.sqlcipher) }
+
+    @Test("queue local edits: collapse rules", arguments: DocBackend.plain)
     func queueLocalEdits(_ backend: DocBackend) throws {
         let (store, cleanup) = try backend.openTodoStore()
         defer { cleanup() }
@@ -57,7 +61,10 @@ struct SyncClientArticleTests {
         #expect(try store.queuedOperations().map(\.itemId) == ["t3", "t2"])
     }
 
-    @Test("push, a conflict and its resolution, pull with paging, purge", arguments: DocBackend.allCases)
+    @Test("push, a conflict and its resolution, pull with paging, purge (SQLCipher)", .enabled(if: SQLCipherLibrary.processRefusal == nil, "SQLCipher is refused in this process (sanitizer)"))
+    func pushResolvePullPurgeSQLCipher() throws { try pushResolvePullPurge(.sqlcipher) }
+
+    @Test("push, a conflict and its resolution, pull with paging, purge", arguments: DocBackend.plain)
     func pushResolvePullPurge(_ backend: DocBackend) throws {
         let (store, cleanup) = try backend.openTodoStore()
         defer { cleanup() }
@@ -117,7 +124,10 @@ struct SyncClientArticleTests {
         #expect(try store.deltaTokens(table: "TodoItem").isEmpty)
     }
 
-    @Test("a pending operation wakes the push loop", arguments: DocBackend.allCases)
+    @Test("a pending operation wakes the push loop (SQLCipher)", .enabled(if: SQLCipherLibrary.processRefusal == nil, "SQLCipher is refused in this process (sanitizer)"))
+    func wakeThePushLoopSQLCipher() async throws { try await wakeThePushLoop(.sqlcipher) }
+
+    @Test("a pending operation wakes the push loop", arguments: DocBackend.plain)
     func wakeThePushLoop(_ backend: DocBackend) async throws {
         let (store, cleanup) = try backend.openTodoStore()
         defer { cleanup() }
