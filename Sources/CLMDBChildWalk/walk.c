@@ -126,7 +126,36 @@ localstore_walk_outcome localstore_lmdb_child_walk(
         long elapsed = (long)(now.tv_sec - start.tv_sec);
         if (timeoutSeconds > 0 && elapsed >= timeoutSeconds) {
             timedOut = 1;
+            // Say where the child was: its state (Z: it exited, and another process holds the pipe),
+            // the kernel function it waits in and its system call (number and arguments).
+            char note[400];
+            size_t at = (size_t)snprintf(note, sizeof note, "child %d at the time limit:", (int)pid);
+            const char *files[] = {"stat", "wchan", "syscall"};
+            for (size_t f = 0; f < 3 && at < sizeof note - 2; f++) {
+                char procPath[64];
+                snprintf(procPath, sizeof procPath, "/proc/%d/%s", (int)pid, files[f]);
+                int fd = open(procPath, O_RDONLY | O_CLOEXEC);
+                if (fd < 0) continue;
+                char text[160];
+                ssize_t n = read(fd, text, sizeof text - 1);
+                close(fd);
+                if (n <= 0) continue;
+                text[n] = 0;
+                for (ssize_t i = 0; i < n; i++) if (text[i] == '\n') text[i] = ' ';
+                at += (size_t)snprintf(note + at, sizeof note - at, " %s: %s;", files[f], text);
+            }
+            if (at >= sizeof note - 1) at = sizeof note - 2;
+            note[at++] = '\n';
+            note[at] = 0;
             kill(pid, SIGKILL);
+            size_t n = strlen(note);
+            if (n > sizeof buffer) n = sizeof buffer;
+            if (used + n > sizeof buffer) {
+                memmove(buffer, buffer + (used + n - sizeof buffer), sizeof buffer - n);
+                used = sizeof buffer - n;
+            }
+            memcpy(buffer + used, note, n);
+            used += n;
             break;
         }
         struct pollfd p = {.fd = fds[0], .events = POLLIN};

@@ -42,7 +42,9 @@ enum ChildWalk {
                     + "; reading that part of the store in this process would crash it too")
         case LOCALSTORE_WALK_TIMEOUT:
             throw LocalStoreError(
-                .ioError, "the integrity walk of '\(path)' did not finish in \(detail) s (it was at database \(database))")
+                .ioError,
+                "the integrity walk of '\(path)' did not finish in \(detail) s (it was at database \(database))"
+                    + (said.isEmpty ? "" : "; \(said)"))
         case LOCALSTORE_WALK_NO_RESULT:
             throw LocalStoreError(.ioError, "the integrity walk of '\(path)' ended without a result (exit status \(detail))")
         default:
