@@ -50,12 +50,17 @@ extension LocalStoreAccess {
 
     /// The date of a token row; a value that is not a timestamp is `corrupt`, naming table and query id.
     func deltaTokenDate(_ row: Item, table: String, queryId: String) throws -> Date {
-        let value = row["value"] ?? .null
+        try deltaTokenDate(ConfigRow(id: row["id"] ?? .null, value: row["value"] ?? .null), table: table, queryId: queryId)
+    }
+
+    /// ``deltaTokenDate(_:table:queryId:)`` for a row read by ``ConfigRowReading``.
+    func deltaTokenDate(_ row: ConfigRow, table: String, queryId: String) throws -> Date {
+        let value = row.value
         guard let text = value.stringValue, let date = DeltaTokenFormat.date(from: text) else {
             let config = systemTableNames.config
             throw LocalStoreError(
                 .corrupt,
-                "the delta token of table '\(table)', query id '\(queryId)' in \(config) (row '\(row["id"]?.stringValue ?? "?")') is \(value), not a yyyy-MM-ddTHH:mm:ss.SSSZ timestamp",
+                "the delta token of table '\(table)', query id '\(queryId)' in \(config) (row '\(row.id.stringValue ?? "?")') is \(value), not a yyyy-MM-ddTHH:mm:ss.SSSZ timestamp",
                 table: config, column: "value")
         }
         return date
@@ -69,7 +74,7 @@ extension LocalStoreAccess {
     public func deltaToken(table: String, queryId: String) throws -> Date? {
         try DeltaTokenKey.validate(table: table, queryId: queryId)
         let config = systemTableNames.config
-        if let row = try read(table: config, id: .string(DeltaTokenKey.rowId(table: table, queryId: queryId))) {
+        if let row = try ConfigRowReading.row(self, id: DeltaTokenKey.rowId(table: table, queryId: queryId)) {
             return try deltaTokenDate(row, table: table, queryId: queryId)
         }
         guard let row = try read(Query(config, where: deltaTokenPredicate(table: table, queryId: queryId), top: 1)).items.first else {
@@ -87,12 +92,18 @@ extension LocalStoreAccess {
         try write { tx in
             let config = tx.systemTableNames.config
             let id = DeltaTokenKey.rowId(table: table, queryId: queryId)
-            let others = try tx.read(Query(config, where: tx.deltaTokenPredicate(table: table, queryId: queryId))).items
-                .compactMap(\.id).filter { $0.stringValue.map(ASCII.lowercased) != ASCII.lowercased(id) }
+            let shortcuts = tx as? any SystemTableShortcuts
+            let pairIds = try shortcuts?.deltaTokenRowIds(table: table, queryId: queryId)
+                ?? tx.read(Query(config, where: tx.deltaTokenPredicate(table: table, queryId: queryId))).items.compactMap(\.id)
+            let others = pairIds.filter { $0.stringValue.map(ASCII.lowercased) != ASCII.lowercased(id) }
             if !others.isEmpty { try tx.delete(ids: others, from: config) }
             let entry = TableConfigEntry(
                 id: id, table: table, key: queryId, keyType: TableConfigEntry.deltaTokenKeyType, value: DeltaTokenFormat.string(from: date))
-            try tx.upsert([entry.item], into: config, options: .strict)
+            if let shortcuts {
+                try shortcuts.storeConfigEntry(entry)
+            } else {
+                try tx.upsert([entry.item], into: config, options: .strict)
+            }
         }
     }
 

@@ -161,7 +161,11 @@ extension LocalStoreAccess {
         try write { tx in
             let next = try nextOperationId(tx)
             let op = TableOperation(id: next, table: table, tableKind: tableKind, itemId: itemId, properties: properties)
-            try tx.upsert([op.item], into: tx.systemTableNames.operations, options: .strict)
+            if let shortcuts = tx as? any SystemTableShortcuts {
+                try shortcuts.insertOperation(op)
+            } else {
+                try tx.upsert([op.item], into: tx.systemTableNames.operations, options: .strict)
+            }
             try recordOperationIdHighWater(next, tx)
             return op
         }
@@ -191,7 +195,8 @@ extension LocalStoreAccess {
     /// The first operation whose id is greater than `id` (pass 0 for the head of the queue).
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func operation(after id: Int64) throws -> TableOperation? {
-        try read(Query(operationTableName, where: Field("id") > .literal(.int(id)), sort: [SortKey("id")], top: 1))
+        if let shortcuts = self as? any SystemTableReadShortcuts { return try shortcuts.firstOperation(after: id) }
+        return try read(Query(operationTableName, where: Field("id") > .literal(.int(id)), sort: [SortKey("id")], top: 1))
             .items.first.flatMap(TableOperation.init)
     }
 
@@ -209,6 +214,7 @@ extension LocalStoreAccess {
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func removeOperation(id: Int64) throws {
         try write { tx in
+            if let shortcuts = tx as? any SystemTableShortcuts { return try shortcuts.removeOperationAndErrors(id: id) }
             try tx.delete(ids: [.int(id)], from: tx.systemTableNames.operations)
             try tx.delete(matching: Query(tx.systemTableNames.errors, where: Field("operationId") == .literal(.int(id))))
         }

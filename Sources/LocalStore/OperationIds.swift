@@ -18,8 +18,8 @@ extension LocalStoreAccess {
     /// read by primary key from the config table. A damaged value is a `corrupt` error naming the row.
     public func operationIdHighWaterMark() throws -> Int64 {
         let config = systemTableNames.config
-        guard let row = try read(table: config, id: .string(TableConfigEntry.operationIdHighWaterId)) else { return 0 }
-        let value = row["value"] ?? .null
+        guard let row = try ConfigRowReading.row(self, id: TableConfigEntry.operationIdHighWaterId) else { return 0 }
+        let value = row.value
         guard let text = value.stringValue, let mark = Int64(text), mark >= 0 else {
             throw LocalStoreError(
                 .corrupt,
@@ -33,8 +33,13 @@ extension LocalStoreAccess {
     /// table and the high-water mark. Must run inside the appending transaction.
     func nextOperationId(_ tx: any LocalStoreTransaction) throws -> Int64 {
         let ops = tx.systemTableNames.operations
-        let last = try tx.read(Query(ops, sort: [SortKey("id", .descending)], top: 1)).items.first
-        let base = max(last?["id"]?.intValue ?? 0, try tx.operationIdHighWaterMark())
+        let last: Int64?
+        if let shortcuts = tx as? any SystemTableShortcuts {
+            last = try shortcuts.largestOperationId()
+        } else {
+            last = try tx.read(Query(ops, sort: [SortKey("id", .descending)], top: 1)).items.first?["id"]?.intValue
+        }
+        let base = max(last ?? 0, try tx.operationIdHighWaterMark())
         guard base < Int64.max else {
             throw LocalStoreError(
                 .full, "the operation ids of \(ops) are exhausted: id \(base) is in use or was given out, no larger id exists",
@@ -48,6 +53,10 @@ extension LocalStoreAccess {
         let entry = TableConfigEntry(
             id: TableConfigEntry.operationIdHighWaterId, table: "", key: "operationIdHighWater",
             keyType: TableConfigEntry.localStoreKeyType, value: String(id))
-        try tx.upsert([entry.item], into: tx.systemTableNames.config, options: .strict)
+        if let shortcuts = tx as? any SystemTableShortcuts {
+            try shortcuts.storeConfigEntry(entry)
+        } else {
+            try tx.upsert([entry.item], into: tx.systemTableNames.config, options: .strict)
+        }
     }
 }

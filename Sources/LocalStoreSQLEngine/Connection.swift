@@ -45,6 +45,9 @@ final class Connection {
     private var compiledQueries: [Query: CompiledQuery] = [:]
     /// The most entries ``compiledQueries`` keeps (it is emptied when full).
     static let compiledQueryCapacity = 32
+    /// The system tables' statements prepared once for this connection (``SystemStatements``), finalized
+    /// with it; replaced when the catalog's system table definitions change.
+    var systemStatements: SystemStatements?
     private var useCounter: UInt64 = 0
     private let cacheCapacity: Int
     private var isClosed = false
@@ -111,6 +114,8 @@ final class Connection {
         recent = nil
         compiledQueries.removeAll()
         lastTable = nil
+        systemStatements?.finalize(api)
+        systemStatements = nil
         _ = api.close_v2(db)
     }
 
@@ -196,6 +201,33 @@ final class Connection {
             throw error.asStoreError
         }
         defer { give(sql, statement.handle, cached) }
+        return try run(statement, sql, body)
+    }
+
+    /// Runs `body` with `handle`, a statement this connection prepared once and keeps (``SystemStatements``),
+    /// then resets it and clears its bindings. Logged as ``withStatement(_:fallbackOnSizeLimit:_:)`` logs.
+    func withPrepared<R>(_ handle: OpaquePointer, sql: String, _ body: (Statement) throws -> R) throws -> R {
+        defer {
+            _ = api.reset(handle)
+            _ = api.clear_bindings(handle)
+        }
+        return try run(Statement(handle, self), sql, body)
+    }
+
+    /// Prepares `sql` for a caller that keeps the statement and finalizes it (``SystemStatements``).
+    func prepareKept(_ sql: String) throws -> OpaquePointer {
+        var handle: OpaquePointer?
+        let rc = api.prepare_v2(db, sql, -1, &handle, nil)
+        guard rc == SQLite.OK, let handle else {
+            if let handle { _ = api.finalize(handle) }
+            throw PrepareFailure(code: rc == SQLite.OK ? SQLite.ERROR : rc, message: SQLiteError.message(api, db, rc), sql: sql)
+                .asStoreError
+        }
+        return handle
+    }
+
+    /// Runs `body` with `statement`, logging it at trace level when a logger wants it.
+    private func run<R>(_ statement: Statement, _ sql: String, _ body: (Statement) throws -> R) throws -> R {
         guard let logger, logger.logLevel <= .trace else { return try body(statement) }
         boundValues.removeAll(keepingCapacity: true)
         let start = DispatchTime.now().uptimeNanoseconds

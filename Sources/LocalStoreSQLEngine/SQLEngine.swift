@@ -176,6 +176,9 @@ package final class SQLEngine: @unchecked Sendable {
         try withReader { ($0.connection.variableLimit, $0.connection.hasFunctions) }
     }
 
+    /// The catalog's generation now (bumped whenever a table definition changes).
+    var currentCatalogGeneration: Int { catalogGeneration.load(ordering: .acquiring) }
+
     func tableInfo(_ name: String) -> TableInfo? {
         let key = Identifier.fold(name)
         return catalog.withLock { $0[key] }
@@ -762,6 +765,17 @@ package final class SQLEngine: @unchecked Sendable {
         return try withReader { try $0.read(query) }
     }
 
+    /// The head of the operation queue after `id`, read with a statement prepared once (see
+    /// `SystemTableReadShortcuts`); a short read.
+    package func firstOperation(after id: Int64) throws -> TableOperation? {
+        try withShortRead { try $0.firstOperation(after: id) }
+    }
+
+    /// The id and value of the config row `id`, read with a statement prepared once; a short read.
+    package func configRow(id: String) throws -> ConfigRow? {
+        try withShortRead { try $0.configRow(id: id) }
+    }
+
     package func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
         try transaction(implicit: true) { try $0.upsert(items, into: table, options: options) }
     }
@@ -924,5 +938,64 @@ final class SQLTransaction: LocalStoreTransaction {
             }
         }
         return try body(self)
+    }
+}
+
+// MARK: - System-table shortcuts
+
+/// The queue, high-water mark and delta-token conveniences of the core run these inside a transaction:
+/// statements prepared once per connection (``SystemStatements``), each call checked and recorded for
+/// observers as the generic call it replaces.
+extension SQLTransaction: SystemTableShortcuts {
+    private var names: SystemTableNames { session.engine.systemTableNames }
+
+    func firstOperation(after id: Int64) throws -> TableOperation? {
+        try access(writes: false) { try session.firstOperation(after: id) }
+    }
+
+    func configRow(id: String) throws -> ConfigRow? {
+        try access(writes: false) { try session.configRow(id: id) }
+    }
+
+    func largestOperationId() throws -> Int64? {
+        try access(writes: false) { try session.largestOperationId() }
+    }
+
+    func deltaTokenRowIds(table: String, queryId: String) throws -> [Value] {
+        try access(writes: false) { try session.deltaTokenRowIds(table: table, queryId: queryId) }
+    }
+
+    func insertOperation(_ operation: TableOperation) throws {
+        // As upsert of one item: it guards its own statement (no savepoint).
+        try access(writes: true, singleStatement: true) {
+            try session.insertOperation(operation)
+            if collector != nil { collector?.upserted([.int(operation.id)], in: definedName(names.operations)) }
+        }
+    }
+
+    func storeConfigEntry(_ entry: TableConfigEntry) throws {
+        try access(writes: true, singleStatement: true) {
+            try session.storeConfigEntry(entry)
+            if collector != nil { collector?.upserted([.string(entry.id)], in: definedName(names.config)) }
+        }
+    }
+
+    func removeOperationAndErrors(id: Int64) throws {
+        guard try access(writes: false, { try session.systemStatements() != nil }) else {
+            try delete(ids: [.int(id)], from: names.operations)
+            try delete(matching: Query(names.errors, where: Field("operationId") == .literal(.int(id))))
+            return
+        }
+        // Two DELETEs without a savepoint: like the DELETE by id, SQLite checks everything before it deletes
+        // (no constraint, no trigger can stop either halfway); an I/O error rolls the whole transaction back,
+        // which `failure` then reports.
+        try access(writes: true, singleStatement: true) {
+            guard let system = try session.systemStatements() else { return }
+            let deletedErrors = try session.removeOperationAndErrors(id: id, system)
+            if collector != nil {
+                collector?.deleted([.int(id)], in: definedName(names.operations))
+                if deletedErrors { collector?.changedMany(in: definedName(names.errors)) }
+            }
+        }
     }
 }

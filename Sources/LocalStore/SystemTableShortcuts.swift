@@ -1,0 +1,69 @@
+import Foundation
+
+// Faster paths for the typed system-table conveniences (the operation queue, the operation-id high-water
+// mark, delta tokens). A backend's store or transaction may adopt these `package` protocols; the core's
+// conveniences use them when `self` adopts them (`as? any SystemTableShortcuts`) and run the generic
+// `LocalStoreAccess` calls otherwise, so a backend that adopts nothing (the in-memory store, LMDB, a
+// third party's) keeps working unchanged. docs/sqlite.md, "System tables: statements prepared once".
+
+/// Reads of the system tables by primary key or in id order, without a `Query`. An adopter must answer
+/// exactly as the generic read it replaces (same rows, same values, same errors).
+package protocol SystemTableReadShortcuts {
+    /// The operation with the smallest id greater than `id`, decoded as ``TableOperation/init(_:)``
+    /// decodes the row that `read(Query(operations, where: id > x, sort: [id], top: 1))` returns.
+    func firstOperation(after id: Int64) throws -> TableOperation?
+
+    /// The `id` and `value` columns of the config row whose id is `id` (matched as the table's string
+    /// ids match, case-insensitively), as `read(table: config, id: .string(id))` returns them; `nil`
+    /// when there is none.
+    func configRow(id: String) throws -> ConfigRow?
+}
+
+/// Writes (and reads inside a write transaction) of the system tables with statements an adopter
+/// prepares once, for a transaction. Each method leaves the store, the changes published to observers
+/// and the errors thrown exactly as the generic calls named on it would.
+package protocol SystemTableShortcuts: SystemTableReadShortcuts {
+    /// The largest id in the operations table, `nil` when it is empty (as the first row of
+    /// `read(Query(operations, sort: [id descending], top: 1))`).
+    func largestOperationId() throws -> Int64?
+
+    /// Stores `operation` as `upsert([operation.item], into: operations, options: .strict)` does.
+    func insertOperation(_ operation: TableOperation) throws
+
+    /// Stores `entry` as `upsert([entry.item], into: config, options: .strict)` does. When a row with
+    /// the entry's id, table, key and key type (compared byte for byte) exists, only its `value` column
+    /// is written.
+    func storeConfigEntry(_ entry: TableConfigEntry) throws
+
+    /// The ids of the delta token rows of `(table, queryId)`: the rows that
+    /// `read(Query(config, where: table equalsIgnoringCase && keyType == 0 && key == queryId))` returns.
+    func deltaTokenRowIds(table: String, queryId: String) throws -> [Value]
+
+    /// Deletes the operation `id` and its errors, as `delete(ids: [.int(id)], from: operations)` followed
+    /// by `delete(matching: Query(errors, where: operationId == id))`.
+    func removeOperationAndErrors(id: Int64) throws
+}
+
+/// The `id` and `value` of a row of the config table.
+package struct ConfigRow: Sendable, Hashable {
+    /// The row's id as stored.
+    package var id: Value
+    /// The row's `value` column (`.null` when it holds none).
+    package var value: Value
+
+    package init(id: Value, value: Value) {
+        self.id = id
+        self.value = value
+    }
+}
+
+/// Reading one config row by primary key, for the operation-id high-water mark and delta tokens: through
+/// ``SystemTableReadShortcuts/configRow(id:)`` when the store or transaction offers it, else with
+/// `read(table:id:)`.
+enum ConfigRowReading {
+    static func row(_ access: some LocalStoreAccess, id: String) throws -> ConfigRow? {
+        if let shortcuts = access as? any SystemTableReadShortcuts { return try shortcuts.configRow(id: id) }
+        guard let item = try access.read(table: access.systemTableNames.config, id: .string(id)) else { return nil }
+        return ConfigRow(id: item["id"] ?? .null, value: item["value"] ?? .null)
+    }
+}

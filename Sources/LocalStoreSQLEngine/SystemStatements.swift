@@ -1,0 +1,236 @@
+import LocalStore
+
+/// The statements of the system-table shortcuts (``SystemTableShortcuts``), prepared once per connection
+/// and kept with it: no `Query` resolved or compiled, no SQL text built or hashed per call.
+///
+/// A set belongs to one connection (``Connection/systemStatements``) and is finalized when the connection
+/// closes. It is made for the catalog's `TableInfo` objects of the three system tables; when the catalog
+/// is reloaded (the file's `PRAGMA schema_version` changed: another connection defined a table) those are
+/// new objects and the set is replaced. SQLite itself re-prepares a kept statement whose tables changed.
+final class SystemStatements {
+    enum Kind: Int, CaseIterable {
+        case firstOperation, largestOperationId, insertOperation, deleteOperation, deleteErrors
+        case configRow, updateConfigValue, deltaTokenRowIds
+    }
+
+    let operations: TableInfo
+    let errors: TableInfo
+    let config: TableInfo
+    /// The catalog generation the three tables were last checked in (see ``SQLEngine/tableInfo(_:on:)``).
+    var generation: Int
+    private let sql: [String]
+    private var handles: [OpaquePointer?]
+
+    /// The set for these tables, or `nil` when a table's columns are not exactly the system schema's (a
+    /// damaged or foreign definition: the generic calls then serve it).
+    init?(operations: TableInfo, errors: TableInfo, config: TableInfo, names: SystemTableNames, generation: Int) {
+        func matches(_ t: TableInfo, _ expected: TableSchema) -> Bool {
+            t.schema.columns.count == expected.columns.count
+                && zip(t.schema.columns, expected.columns).allSatisfy { $0.name == $1.name && $0.type == $1.type }
+                && t.schema.columns[t.schema.idIndex].name == "id"
+        }
+        guard matches(operations, names.operationsSchema), matches(errors, names.errorsSchema), matches(config, names.configSchema)
+        else { return nil }
+        self.operations = operations
+        self.errors = errors
+        self.config = config
+        self.generation = generation
+        // Columns in the system schemas' order (checked above).
+        let op = operations.quotedColumns  // id, table, tableKind, itemId, properties
+        let er = errors.quotedColumns  // id, operationId, tableKind, properties
+        let cf = config.quotedColumns  // id, table, key, keyType, value
+        let ops = operations.quotedName
+        sql = Kind.allCases.map { kind in
+            switch kind {
+            case .firstOperation:
+                return "SELECT \(op.joined(separator: ", ")) FROM \(ops) WHERE \(op[0]) > ?1 ORDER BY \(op[0]) LIMIT 1"
+            case .largestOperationId:
+                return "SELECT \(op[0]) FROM \(ops) ORDER BY \(op[0]) DESC LIMIT 1"
+            case .insertOperation:
+                return operations.insertAllSQL
+            case .deleteOperation:
+                return "DELETE FROM \(ops) WHERE \(op[0]) = ?1"
+            case .deleteErrors:
+                return "DELETE FROM \(errors.quotedName) WHERE \(er[1]) = ?1"
+            case .configRow:
+                return "SELECT \(cf[0]), \(cf[4]) FROM \(config.quotedName) WHERE \(cf[0]) = ?1"
+            case .updateConfigValue:
+                // Only the value column of the row that already holds the entry's id (same spelling), table,
+                // key and key type: SQLite rewrites the table's page only, not the id's and the
+                // (table, key, keyType) index entries an update of every column deletes and inserts again.
+                return """
+                    UPDATE OR FAIL \(config.quotedName) SET \(cf[4]) = ?1 WHERE \(cf[0]) = ?2 AND \(cf[0]) COLLATE BINARY = ?2 \
+                    AND \(cf[1]) COLLATE BINARY = ?3 AND \(cf[2]) COLLATE BINARY = ?4 AND \(cf[3]) = ?5
+                    """
+            case .deltaTokenRowIds:
+                // What SQLCompiler makes of `table equalsIgnoringCase t && keyType == 0 && key == q`.
+                return """
+                    SELECT \(cf[0]) FROM \(config.quotedName) WHERE (\(cf[1]) COLLATE NOCASE = ?1 AND \(cf[3]) = ?2 \
+                    AND \(cf[2]) COLLATE BINARY = ?3)
+                    """
+            }
+        }
+        handles = Array(repeating: nil, count: Kind.allCases.count)
+    }
+
+    /// Runs `body` with the statement of `kind` on `connection` (prepared on first use).
+    func with<R>(_ kind: Kind, on connection: Connection, _ body: (Statement) throws -> R) throws -> R {
+        let handle: OpaquePointer
+        if let h = handles[kind.rawValue] {
+            handle = h
+        } else {
+            handle = try connection.prepareKept(sql[kind.rawValue])
+            handles[kind.rawValue] = handle
+        }
+        return try connection.withPrepared(handle, sql: sql[kind.rawValue], body)
+    }
+
+    /// Finalizes every prepared statement (the connection closes, or the set is replaced).
+    func finalize(_ api: SQLiteAPI) {
+        for case let h? in handles { _ = api.finalize(h) }
+        handles = Array(repeating: nil, count: handles.count)
+    }
+}
+
+// MARK: - The shortcuts on a session
+
+extension Session {
+    /// The connection's system statements for the current catalog; `nil` when the system tables'
+    /// definitions are not the expected ones (the callers then run the generic calls).
+    func systemStatements() throws -> SystemStatements? {
+        let generation = engine.currentCatalogGeneration
+        if let s = connection.systemStatements, s.generation == generation { return s }
+        let names = engine.systemTableNames
+        let operations = try table(names.operations)
+        let errors = try table(names.errors)
+        let config = try table(names.config)
+        if let s = connection.systemStatements, s.operations === operations, s.errors === errors, s.config === config {
+            s.generation = generation
+            return s
+        }
+        connection.systemStatements?.finalize(connection.api)
+        connection.systemStatements = SystemStatements(
+            operations: operations, errors: errors, config: config, names: names, generation: generation)
+        return connection.systemStatements
+    }
+
+    /// The first operation after `id` (see ``SystemTableReadShortcuts/firstOperation(after:)``).
+    func firstOperation(after id: Int64) throws -> TableOperation? {
+        guard let system = try systemStatements() else {
+            let ops = engine.systemTableNames.operations
+            return try read(Query(ops, where: Field("id") > .literal(.int(id)), sort: [SortKey("id")], top: 1))
+                .items.first.flatMap(TableOperation.init)
+        }
+        return try system.with(.firstOperation, on: connection) { s in
+            try s.bind(.int(id), at: 1)
+            guard try s.step() else { return nil }
+            // As TableOperation.init reads the whole-row item (values as `Statement.value(_:as:)` reads them).
+            return TableOperation(
+                id: s.int64(0), table: try s.value(1, as: .string).stringValue ?? "",
+                tableKind: Int(try s.value(2, as: .integer).intValue ?? 0), itemId: try s.value(3, as: .string).stringValue ?? "",
+                properties: try s.value(4, as: .binary).binaryValue ?? [])
+        }
+    }
+
+    /// The largest operation id (see ``SystemTableShortcuts/largestOperationId()``).
+    func largestOperationId() throws -> Int64? {
+        guard let system = try systemStatements() else {
+            let ops = engine.systemTableNames.operations
+            return try read(Query(ops, sort: [SortKey("id", .descending)], top: 1)).items.first?["id"]?.intValue
+        }
+        return try system.with(.largestOperationId, on: connection) { s in try s.step() ? s.int64(0) : nil }
+    }
+
+    /// The id and value of the config row `id` (see ``SystemTableReadShortcuts/configRow(id:)``).
+    func configRow(id: String) throws -> ConfigRow? {
+        guard let system = try systemStatements() else {
+            guard let item = try read(table: engine.systemTableNames.config, id: .string(id)) else { return nil }
+            return ConfigRow(id: item["id"] ?? .null, value: item["value"] ?? .null)
+        }
+        return try system.with(.configRow, on: connection) { s in
+            try s.bind(.string(id), at: 1)
+            guard try s.step() else { return nil }
+            return ConfigRow(id: try s.value(0, as: .string), value: try s.value(1, as: .string))
+        }
+    }
+
+    /// The ids of the delta token rows of a pair (see ``SystemTableShortcuts/deltaTokenRowIds(table:queryId:)``).
+    func deltaTokenRowIds(table: String, queryId: String) throws -> [Value] {
+        guard let system = try systemStatements() else {
+            let p: QueryPredicate = Field("table").equalsIgnoringCase(.literal(.string(table)))
+                && Field("keyType") == .literal(.int(TableConfigEntry.deltaTokenKeyType))
+                && Field("key") == .literal(.string(queryId))
+            return try read(Query(engine.systemTableNames.config, where: p)).items.compactMap(\.id)
+        }
+        return try system.with(.deltaTokenRowIds, on: connection) { s in
+            try s.bind(.string(table), at: 1)
+            try s.bind(.int(TableConfigEntry.deltaTokenKeyType), at: 2)
+            try s.bind(.string(queryId), at: 3)
+            var ids: [Value] = []
+            while try s.step() { ids.append(try s.value(0, as: .string)) }
+            return ids
+        }
+    }
+
+    /// Whether values of `bytes` bytes in all make a row that cannot meet a size limit: the one-item
+    /// upsert's guard (`upsertOne`: less than half of `SQLITE_LIMIT_LENGTH`) and the item limits of
+    /// ``TableSchema/prepare(_:options:)`` with `.strict` options, so no check of the generic path can fail.
+    private func fitsEveryLimit(_ bytes: Int) -> Bool {
+        bytes < connection.lengthLimit / 2 && bytes < min(TableSchema.maximumItemBytes, TableSchema.maximumValueBytes) / 2
+    }
+
+    /// Stores a new operation (see ``SystemTableShortcuts/insertOperation(_:)``): the `INSERT OR IGNORE` of
+    /// every column that `upsertOne` runs for the item; when a row had the id, the generic upsert.
+    func insertOperation(_ op: TableOperation) throws {
+        let bytes = op.table.utf8.count + op.itemId.utf8.count + op.properties.count + 5 * 18
+        guard let system = try systemStatements(), fitsEveryLimit(bytes) else {
+            try upsertOne(op.item, into: engine.systemTableNames.operations, options: .strict)
+            return
+        }
+        let inserted = try system.with(.insertOperation, on: connection) { s in
+            try s.bind(.int(op.id), at: 1)
+            try s.bind(.string(op.table), at: 2)
+            try s.bind(.int(Int64(op.tableKind)), at: 3)
+            try s.bind(.string(op.itemId), at: 4)
+            try s.bind(.binary(op.properties), at: 5)
+            try s.run()
+            return connection.api.changes(connection.db) > 0
+        }
+        if !inserted { try upsertOne(op.item, into: engine.systemTableNames.operations, options: .strict) }
+    }
+
+    /// Stores a config entry (see ``SystemTableShortcuts/storeConfigEntry(_:)``): only the value of the row
+    /// that already holds the entry (every other column equal byte for byte, so the row ends as an update of
+    /// every column would leave it); otherwise the generic one-item upsert.
+    func storeConfigEntry(_ entry: TableConfigEntry) throws {
+        let bytes = entry.id.utf8.count + entry.table.utf8.count + entry.key.utf8.count + entry.value.utf8.count + 5 * 18
+        guard let system = try systemStatements(), fitsEveryLimit(bytes) else {
+            try upsertOne(entry.item, into: engine.systemTableNames.config, options: .strict)
+            return
+        }
+        let updated = try system.with(.updateConfigValue, on: connection) { s in
+            try s.bind(.string(entry.value), at: 1)
+            try s.bind(.string(entry.id), at: 2)
+            try s.bind(.string(entry.table), at: 3)
+            try s.bind(.string(entry.key), at: 4)
+            try s.bind(.int(entry.keyType), at: 5)
+            try s.run()
+            return connection.api.changes(connection.db) > 0
+        }
+        if !updated { try upsertOne(entry.item, into: engine.systemTableNames.config, options: .strict) }
+    }
+
+    /// Deletes an operation and its errors with the prepared statements (see
+    /// ``SystemTableShortcuts/removeOperationAndErrors(id:)``); returns whether an error row was deleted.
+    func removeOperationAndErrors(id: Int64, _ system: SystemStatements) throws -> Bool {
+        try system.with(.deleteOperation, on: connection) { s in
+            try s.bind(.int(id), at: 1)
+            try s.run()
+        }
+        return try system.with(.deleteErrors, on: connection) { s in
+            try s.bind(.int(id), at: 1)
+            try s.run()
+            return connection.api.changes(connection.db) > 0
+        }
+    }
+}

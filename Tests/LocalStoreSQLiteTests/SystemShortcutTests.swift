@@ -1,0 +1,196 @@
+import Foundation
+import LocalStore
+import Testing
+
+@testable import LocalStoreSQLite
+
+/// The system-table shortcuts of the SQL engine (statements prepared once per connection for the queue
+/// head, appending, the operation-id high-water mark, delta tokens and removing an operation) leave the
+/// store exactly as the generic calls do: each case runs the same calls on the in-memory store, which has
+/// no shortcuts, and compares every row of the three system tables.
+@Suite("SQL engine: system-table shortcuts")
+struct SystemShortcutTests {
+    private static let config = SystemTableNames.default.config
+    private static let operations = SystemTableNames.default.operations
+    private static let errors = SystemTableNames.default.errors
+
+    /// Every row of the three system tables, sorted by id: what two stores are compared by.
+    private func systemRows(_ store: some LocalStore) throws -> [[String: Value]] {
+        var rows: [[String: Value]] = []
+        for table in [Self.operations, Self.errors, Self.config] {
+            rows += try store.read(Query(table, sort: [SortKey("id")])).items.map { item in
+                item.values.merging(["_table": .string(table)]) { a, _ in a }
+            }
+        }
+        return rows
+    }
+
+    /// Runs `body` on a SQLite store of `library` and on an in-memory store, then compares them.
+    private func sameAsGeneric(
+        _ library: Library, _ body: (any LocalStore) throws -> Void
+    ) throws {
+        let dir = try TemporaryDirectory()
+        let sql = try library.open(dir.path("store.sqlite"))
+        defer { try? sql.close() }
+        let memory = try InMemoryStore()
+        try body(sql)
+        try body(memory)
+        #expect(try systemRows(sql) == systemRows(memory))
+    }
+
+    private static let date = Date(timeIntervalSinceReferenceDate: 700_000_000.5)
+
+    @Test(arguments: Library.available)
+    func queueHeadAfterRemovals(_ library: Library) throws {
+        try sameAsGeneric(library) { store in
+            try store.defineTable(TableSchema("T", ["text": .string]))
+            for n in 1...6 { _ = try store.appendOperation(table: "T", itemId: "i\(n)", properties: Array("{\"type\":\(n % 3)}".utf8)) }
+            try store.recordError(TableOperationError(id: "e1", operationId: 1))
+            try store.recordError(TableOperationError(id: "e3a", operationId: 3))
+            try store.recordError(TableOperationError(id: "e3b", operationId: 3))
+            try store.recordError(TableOperationError(id: "e4", operationId: 4))
+            try store.removeOperation(id: 1)
+            try store.removeOperation(id: 3)
+            #expect(try store.operation(after: 0)?.id == 2)
+            #expect(try store.operation(after: 2)?.id == 4)
+            #expect(try store.operation(after: 2)?.itemId == "i4")
+            #expect(try store.operation(after: 2)?.properties == Array("{\"type\":1}".utf8))
+            #expect(try store.operation(after: 6) == nil)
+            #expect(try store.operationErrors().map(\.id) == ["e4"])
+            // Inside one transaction: read the head, remove it, read the next head.
+            try store.write { tx in
+                let head = try #require(try tx.operation(after: 0))
+                #expect(head.id == 2)
+                try tx.removeOperation(id: head.id)
+                #expect(try tx.operation(after: 0)?.id == 4)
+                try tx.removeOperation(id: 4)
+                #expect(try tx.operationErrors(operationId: 4).isEmpty)
+            }
+            // Removing a missing operation changes nothing; removing the newest does not free its id.
+            try store.removeOperation(id: 99)
+            try store.removeOperation(id: 6)
+            #expect(try store.appendOperation(table: "T", itemId: "i7").id == 7)
+            #expect(try store.operationIdHighWaterMark() == 7)
+            #expect(try store.pendingOperations().map(\.id) == [5, 7])
+        }
+    }
+
+    @Test(arguments: Library.available)
+    func tokenAndHighWaterUpdatesAfterRedefinitionAndReopen(_ library: Library) throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path("store.sqlite")
+        var store = try library.open(path)
+        try store.defineTable(TableSchema("T", ["text": .string]))
+        #expect(try store.appendOperation(table: "T", itemId: "a").id == 1)
+        try store.setDeltaToken(Self.date, table: "T", queryId: "q")
+        // A redefinition (a new column) makes new table definitions in the catalog.
+        try store.defineTable(TableSchema("T", ["text": .string, "n": .integer]))
+        try store.defineTable(TableSchema("U", ["text": .string]))
+        #expect(try store.appendOperation(table: "U", itemId: "b").id == 2)
+        try store.setDeltaToken(Self.date.addingTimeInterval(1), table: "T", queryId: "q")
+        #expect(try store.deltaToken(table: "T", queryId: "q") == Self.date.addingTimeInterval(1))
+        #expect(try store.operationIdHighWaterMark() == 2)
+        try store.close()
+        // After the close every call fails: no statement outlives its connection.
+        #expect(throws: LocalStoreError.self) { try store.operation(after: 0) }
+        #expect(throws: LocalStoreError.self) { try store.deltaToken(table: "T", queryId: "q") }
+        #expect(throws: LocalStoreError.self) { try store.appendOperation(table: "T", itemId: "c") }
+
+        store = try library.open(path)
+        defer { try? store.close() }
+        #expect(try store.operationIdHighWaterMark() == 2)
+        try store.removeOperation(id: 2)
+        #expect(try store.appendOperation(table: "T", itemId: "c").id == 3)
+        try store.setDeltaToken(Self.date.addingTimeInterval(2), table: "T", queryId: "q")
+        #expect(try store.deltaToken(table: "T", queryId: "q") == Self.date.addingTimeInterval(2))
+        let entries = try store.configEntries()
+        #expect(entries.count == 2)
+        #expect(entries.first { $0.id == TableConfigEntry.operationIdHighWaterId }?.value == "3")
+        #expect(entries.first { $0.keyType == TableConfigEntry.deltaTokenKeyType }?.id == DeltaTokenKey.rowId(table: "T", queryId: "q"))
+    }
+
+    /// Rows of the config table written by other code: another spelling of a row id, other columns, other
+    /// rows of the same pair. The value-only update must not apply to them; the result is the generic one.
+    @Test(arguments: Library.available)
+    func configRowsWrittenByOtherCode(_ library: Library) throws {
+        try sameAsGeneric(library) { store in
+            let config = Self.config
+            let mark = TableConfigEntry.operationIdHighWaterId
+            // The high-water row with another id spelling and another table column.
+            try store.upsert(
+                [["id": .string(mark.uppercased()), "table": "x", "key": "operationIdHighWater", "keyType": 100, "value": "5"]],
+                into: config)
+            #expect(try store.appendOperation(table: "T", itemId: "a").id == 6)
+            // Now in this store's own spelling: later appends update the value only.
+            #expect(try store.appendOperation(table: "T", itemId: "b").id == 7)
+            // A row of the same token pair under another id, and the token row with another key type.
+            let rowId = DeltaTokenKey.rowId(table: "T", queryId: "q")
+            try store.upsert(
+                [
+                    ["id": "legacy-token", "table": "t", "key": "q", "keyType": 0, "value": "2020-01-01T00:00:00.000Z"],
+                    ["id": "other-pair", "table": "T", "key": "Q", "keyType": 0, "value": "2020-01-01T00:00:00.000Z"],
+                    ["id": .string(rowId), "table": "T", "key": "q", "keyType": 7, "value": "x"],
+                ], into: config)
+            try store.setDeltaToken(Self.date, table: "T", queryId: "q")
+            #expect(try store.deltaToken(table: "T", queryId: "q") == Self.date)
+            // A damaged value is the same typed error.
+            try store.upsert([["id": .string(mark), "value": "not a number"]], into: config)
+            #expect(throws: LocalStoreError.self) { try store.appendOperation(table: "T", itemId: "c") }
+            try store.upsert([["id": .string(mark), "value": "9"]], into: config)
+            #expect(try store.appendOperation(table: "T", itemId: "c").id == 10)
+        }
+    }
+
+    /// Another store instance on the same file (another connection, as another process) edits the config
+    /// table and defines a table between this store's calls.
+    @Test(arguments: Library.available)
+    func configEditedByAnotherConnectionBetweenCalls(_ library: Library) throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path("store.sqlite")
+        let a = try library.open(path)
+        defer { try? a.close() }
+        let b = try library.open(path)
+        defer { try? b.close() }
+        try a.setDeltaToken(Self.date, table: "T", queryId: "q")
+        #expect(try a.deltaToken(table: "T", queryId: "q") == Self.date)
+        try b.setDeltaToken(Self.date.addingTimeInterval(5), table: "T", queryId: "q")
+        #expect(try a.deltaToken(table: "T", queryId: "q") == Self.date.addingTimeInterval(5))
+
+        #expect(try a.appendOperation(table: "T", itemId: "x").id == 1)
+        #expect(try b.appendOperation(table: "T", itemId: "y").id == 2)
+        // b changes the schema (PRAGMA schema_version moves) and the high-water row's other columns.
+        try b.defineTable(TableSchema("T", ["text": .string]))
+        try b.upsert([["id": .string(TableConfigEntry.operationIdHighWaterId), "key": "edited", "value": "40"]], into: Self.config)
+        #expect(try a.appendOperation(table: "T", itemId: "z").id == 41)
+        let row = try #require(try b.read(table: Self.config, id: .string(TableConfigEntry.operationIdHighWaterId)))
+        #expect(row["key"] == "operationIdHighWater")
+        #expect(row["value"] == "41")
+        #expect(try b.operation(after: 2)?.itemId == "z")
+        try b.removeOperation(id: 1)
+        #expect(try a.operation(after: 0)?.id == 2)
+        try a.write { tx in try tx.removeOperation(id: 2) }
+        #expect(try b.operation(after: 0)?.id == 41)
+        #expect(try a.pendingOperationCount() == 1)
+    }
+
+    /// A transaction that fails after the shortcuts wrote leaves nothing behind.
+    @Test(arguments: Library.available)
+    func aRolledBackTransactionUndoesTheShortcuts(_ library: Library) throws {
+        try sameAsGeneric(library) { store in
+            _ = try store.appendOperation(table: "T", itemId: "a")
+            try store.setDeltaToken(Self.date, table: "T", queryId: "q")
+            struct Stop: Error {}
+            #expect(throws: Stop.self) {
+                try store.write { tx in
+                    _ = try tx.appendOperation(table: "T", itemId: "b")
+                    try tx.setDeltaToken(Self.date.addingTimeInterval(9), table: "T", queryId: "q")
+                    try tx.removeOperation(id: 1)
+                    throw Stop()
+                }
+            }
+            #expect(try store.operation(after: 0)?.id == 1)
+            #expect(try store.deltaToken(table: "T", queryId: "q") == Self.date)
+            #expect(try store.appendOperation(table: "T", itemId: "c").id == 2)
+        }
+    }
+}
