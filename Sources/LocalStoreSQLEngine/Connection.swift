@@ -214,6 +214,14 @@ final class Connection {
         return try run(Statement(handle, self), sql, body)
     }
 
+    /// Runs `body` with a statement for `sql` prepared for this one use (not cached, finalized after);
+    /// `nil`, without running anything, when SQLite cannot prepare `sql`.
+    func withOneTimeStatement<R>(_ sql: String, _ body: (Statement) throws -> R) throws -> R? {
+        guard let prepared = try? prepareUncached(sql), let handle = prepared.0 else { return nil }
+        defer { _ = api.finalize(handle) }
+        return try run(Statement(handle, self), sql, body)
+    }
+
     /// Prepares `sql` for a caller that keeps the statement and finalizes it (``SystemStatements``).
     func prepareKept(_ sql: String) throws -> OpaquePointer {
         var handle: OpaquePointer?

@@ -122,8 +122,9 @@ package final class SQLEngine: @unchecked Sendable {
         guard !path.isEmpty, path != ":memory:", !path.hasPrefix("file:") else {
             throw LocalStoreError(.unsupported, "the SQLite backend needs a file path, not \(Value.string(path))")
         }
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+        // One stat(2) for what FileManager's fileExists(atPath:isDirectory:) answered (it follows links too).
+        let status = FileStatus(path)
+        if status?.isDirectory == true {
             throw LocalStoreError(.notADatabase, "'\(path)' is a directory, not a SQLite store")
         }
         self.path = path
@@ -131,11 +132,11 @@ package final class SQLEngine: @unchecked Sendable {
         self.configuration = configuration
         self.api = api
         self.openHook = openHook
-        isReadOnlyLocation = SQLEngine.cannotWrite(path)
+        isReadOnlyLocation = status != nil && SQLEngine.cannotWrite(path)
         if isReadOnlyLocation {
             // A log left by an unfinished writer would be ignored by an immutable connection, which
             // would then read an older state without saying so.
-            if let size = (try? FileManager.default.attributesOfItem(atPath: path + "-wal"))?[.size] as? Int, size > 0 {
+            if let size = FileStatus(path + "-wal", followingLinks: false)?.size, size > 0 {
                 throw LocalStoreError(
                     .readOnly,
                     "'\(path)' is on a location this process cannot write and its write-ahead log '\(path)-wal' still "
@@ -206,11 +207,10 @@ package final class SQLEngine: @unchecked Sendable {
 
     // MARK: Opening
 
-    /// Whether `path` is an existing file this process cannot write, or that lives in a directory it
+    /// Whether `path`, an existing file, is one this process cannot write, or lives in a directory it
     /// cannot write (SQLite needs to create `-wal` and `-shm` next to it). `access` answers for the
     /// real user; root passes it except on a read-only file system.
     private static func cannotWrite(_ path: String) -> Bool {
-        guard FileManager.default.fileExists(atPath: path) else { return false }
         let directory = (path as NSString).deletingLastPathComponent
         return access(path, W_OK) != 0 || access(directory.isEmpty ? "." : directory, W_OK) != 0
     }
@@ -228,20 +228,20 @@ package final class SQLEngine: @unchecked Sendable {
     /// them (the power-loss simulation produced such a state). Only when no log is left is this skipped:
     /// then a failed open leaves the files as they were anyway, and a passphrase is not stretched again.
     private func verifyBeforeRecovery() throws {
-        let attributes = try? FileManager.default.attributesOfItem(atPath: path + "-wal")
-        guard let size = attributes?[.size] as? Int, size > 0 else { return }
+        // lstat(2), as FileManager's attributesOfItem(atPath:) (which also built a dictionary of every
+        // attribute and looked up the owner's names).
+        guard let size = FileStatus(path + "-wal", followingLinks: false)?.size, size > 0 else { return }
         // An empty database file has no page to check (SQLite discards a log next to it, as before).
-        guard let fileSize = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, fileSize > 0 else { return }
+        guard let fileSize = FileStatus(path, followingLinks: false)?.size, fileSize > 0 else { return }
         let probe = try Connection.open(path: path, create: false, api: api, cacheCapacity: 4, hook: openHook, readOnly: true)
         defer { probe.close() }
         _ = api.busy_timeout(probe.db, configuration.busyTimeoutMilliseconds)
-        let objects = try probe.scalarInt("SELECT count(*) FROM sqlite_master") ?? 0
-        let hasMeta = (try probe.scalarInt(SQLEngine.metaExists, [.string(SQLNames.metaTable)]) ?? 0) > 0
+        let (objects, hasMeta) = try Self.schemaObjects(probe)
         if !hasMeta && objects > 0 {
             throw LocalStoreError(
                 .notADatabase, "'\(path)' is a SQLite database but not a LocalStore store (it has no \(SQLNames.metaTable) table)")
         }
-        if hasMeta { try checkMeta(probe) }
+        if hasMeta { try checkMeta(MetadataRows.readMeta(probe)) }
     }
 
     private func openConnection(create: Bool) throws -> Connection {
@@ -274,23 +274,35 @@ package final class SQLEngine: @unchecked Sendable {
 
     private static let metaExists = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1"
 
+    /// The number of objects in the file's schema and whether the metadata table is one of them, in one
+    /// statement (reading the schema fails with `SQLITE_NOTADB` for a file that is not a readable database).
+    private static func schemaObjects(_ c: Connection) throws -> (objects: Int64, hasMeta: Bool) {
+        let sql = "SELECT count(*), coalesce(sum(type = 'table' AND name = ?1), 0) FROM sqlite_master"
+        return try c.withStatement(sql) { s in
+            try s.bind(.string(SQLNames.metaTable), at: 1)
+            return try s.step() ? (s.int64(0), s.int64(1) > 0) : (0, false)
+        }
+    }
+
     /// Verifies the file, switches it to WAL, creates the metadata and system tables of a new store and
     /// loads the catalog.
     private func setUp(_ w: Connection) throws -> [String: TableInfo] {
         // Reading the schema fails with SQLITE_NOTADB for a file that is not a (readable) database.
-        let objects = try w.scalarInt("SELECT count(*) FROM sqlite_master") ?? 0
-        let hasMeta = (try w.scalarInt(SQLEngine.metaExists, [.string(SQLNames.metaTable)]) ?? 0) > 0
+        let (objects, hasMeta) = try Self.schemaObjects(w)
         if !hasMeta && objects > 0 {
             throw LocalStoreError(
                 .notADatabase, "'\(path)' is a SQLite database but not a LocalStore store (it has no \(SQLNames.metaTable) table)")
         }
-        if hasMeta { try checkMeta(w) }
+        // The metadata and the table definitions in one statement; read separately (as the steps below
+        // need them) when that statement cannot be prepared (a damaged file, or one of another layout).
+        let stored = hasMeta ? try MetadataRows.readAll(w) : nil
+        if hasMeta { try checkMeta(try stored ?? MetadataRows.readMeta(w)) }
         if isReadOnlyLocation {
             guard hasMeta else {
                 throw LocalStoreError(.readOnly, "'\(path)' is an empty file on a location this process cannot write: no store can be created there")
             }
             try configureWriter(w)
-            return try loadCatalog(w)
+            return try catalog(from: try stored ?? MetadataRows.readDefinitions(w))
         }
         // The file is ours (or empty): from here on it may be written.
         let mode = try w.scalarText("PRAGMA journal_mode = WAL")
@@ -310,18 +322,17 @@ package final class SQLEngine: @unchecked Sendable {
                 Self.rollback(w)
                 throw error
             }
-            try checkMeta(w)
+            let written = try MetadataRows.readAll(w)
+            try checkMeta(try written ?? MetadataRows.readMeta(w))
+            return try catalog(from: try written ?? MetadataRows.readDefinitions(w))
         }
-        return try loadCatalog(w)
+        return try catalog(from: try stored ?? MetadataRows.readDefinitions(w))
     }
 
-    private func checkMeta(_ w: Connection) throws {
-        let meta = "SELECT value FROM \(SQLNames.quote(SQLNames.metaTable)) WHERE key = ?1"
-        let format = try w.withStatement(meta) { s -> Int64? in
-            try s.bind(.string("format"), at: 1)
-            return try s.step() ? s.int64(0) : nil
-        }
-        guard let format, format >= 1 else {
+    /// Checks the metadata rows: a format this version reads, and the system table names the store was
+    /// opened with.
+    private func checkMeta(_ rows: MetadataRows) throws {
+        guard let format = rows.format, format >= 1 else {
             throw LocalStoreError(.corrupt, "'\(path)' has no valid LocalStore format version")
         }
         guard format <= SQLEngine.formatVersion else {
@@ -332,10 +343,7 @@ package final class SQLEngine: @unchecked Sendable {
         for (key, wanted) in [
             ("operations", systemTableNames.operations), ("errors", systemTableNames.errors), ("config", systemTableNames.config),
         ] {
-            let stored = try w.withStatement(meta) { s -> String? in
-                try s.bind(.string(key), at: 1)
-                return try s.step() ? s.text(0) : nil
-            }
+            let stored = rows.metaText[key]
             guard let stored, Identifier.fold(stored) == Identifier.fold(wanted) else {
                 throw LocalStoreError(
                     .schemaConflict,
@@ -403,24 +411,27 @@ package final class SQLEngine: @unchecked Sendable {
     }
 
     private func loadCatalog(_ w: Connection) throws -> [String: TableInfo] {
-        let sql = "SELECT name, sqlName, kind, columns FROM \(SQLNames.quote(SQLNames.schemaTable))"
+        try catalog(from: MetadataRows.readDefinitions(w))
+    }
+
+    /// The catalog of the stored table definitions. A definition already parsed in this process (the same
+    /// name, SQL name, kind and stored text) is not parsed again (``TableInfo/memoized(name:sqlName:kind:columns:)``).
+    private func catalog(from rows: MetadataRows) throws -> [String: TableInfo] {
         var tables: [String: TableInfo] = [:]
-        try w.withStatement(sql) { s in
-            while try s.step() {
-                let name = s.text(0)
-                guard let kind = TableKind(rawValue: Int(s.int64(2))), let (columns, indexes) = TableInfo.definition(fromJSON: s.text(3))
-                else {
-                    throw LocalStoreError(.corrupt, "the definition of table '\(name)' in '\(path)' cannot be read", table: name)
-                }
-                let schema = TableSchema(name: name, columns: columns, indexes: indexes)
-                do { try schema.validateIndexes() } catch {
-                    throw LocalStoreError(.corrupt, "the definition of table '\(name)' in '\(path)' is invalid: \(error)", table: name)
-                }
-                tables[Identifier.fold(name)] = TableInfo(schema: schema, sqlName: s.text(1), kind: kind)
+        for d in rows.definitions {
+            guard let kind = TableKind(rawValue: Int(d.kind)) else {
+                throw LocalStoreError(.corrupt, "the definition of table '\(d.name)' in '\(path)' cannot be read", table: d.name)
             }
+            let info = try TableInfo.memoized(name: d.name, sqlName: d.sqlName, kind: kind, columns: d.columns) { why in
+                why.map { LocalStoreError(.corrupt, "the definition of table '\(d.name)' in '\(path)' is invalid: \($0)", table: d.name) }
+                    ?? LocalStoreError(.corrupt, "the definition of table '\(d.name)' in '\(path)' cannot be read", table: d.name)
+            }
+            tables[Identifier.fold(d.name)] = info
         }
-        for t in systemTables where tables[Identifier.fold(t.schema.name)]?.kind != t.kind {
-            throw LocalStoreError(.corrupt, "'\(path)' lacks the system table '\(t.schema.name)'", table: t.schema.name)
+        for (name, kind) in [
+            (systemTableNames.operations, TableKind.operations), (systemTableNames.errors, .errors), (systemTableNames.config, .config),
+        ] where tables[Identifier.fold(name)]?.kind != kind {
+            throw LocalStoreError(.corrupt, "'\(path)' lacks the system table '\(name)'", table: name)
         }
         return tables
     }
