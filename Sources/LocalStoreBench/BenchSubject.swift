@@ -72,7 +72,8 @@ public protocol BenchSubject: AnyObject {
     func deleteWhere(priority: Int64) throws -> Int
     /// One transaction: upsert one record and append one operation for it.
     func localWrite(_ record: TodoRecord) throws
-    /// Takes the first pending operation, removes it and its errors; returns false when the queue was empty.
+    /// One transaction: takes the first pending operation, removes it and its errors; returns false when
+    /// the queue was empty.
     func drainOne() throws -> Bool
     /// Closes the store, opens it again and reads the row `id`.
     func reopen(andRead id: String) throws -> Bool
@@ -151,10 +152,13 @@ public final class LocalStoreSubject: BenchSubject {
         }
     }
 
+    /// Reads the head of the queue and removes it in one write transaction, as `sqlite-c` and `lmdb-c` do.
     public func drainOne() throws -> Bool {
-        guard let op = try store.operation(after: 0) else { return false }
-        try store.removeOperation(id: op.id)
-        return true
+        try store.write { tx in
+            guard let op = try tx.operation(after: 0) else { return false }
+            try tx.removeOperation(id: op.id)
+            return true
+        }
     }
 
     public func reopen(andRead id: String) throws -> Bool {
