@@ -17,6 +17,35 @@ struct FileStatus {
         isDirectory = (st.st_mode & S_IFMT) == S_IFDIR
         size = Int(st.st_size)
     }
+
+    /// The directory of `path` for `access(2)`, as `NSString.deletingLastPathComponent` gives it ("." for
+    /// a bare file name), without bridging to `NSString`.
+    static func directory(of path: String) -> String {
+        let bytes = Array(path.utf8)
+        let slash = UInt8(ascii: "/")
+        var end = bytes.count
+        while end > 1, bytes[end - 1] == slash { end -= 1 }  // trailing slashes
+        guard let last = bytes[..<end].lastIndex(of: slash) else { return "." }
+        if last == 0 { return "/" }
+        var stop = last
+        while stop > 1, bytes[stop - 1] == slash { stop -= 1 }
+        return String(decoding: bytes[..<stop], as: UTF8.self)
+    }
+}
+
+/// Whether two strings hold the same bytes. `==` on `String` compares by canonical equivalence, but what
+/// is stored, and what the SQL binds, are the bytes.
+func sameBytes(_ a: String, _ b: String) -> Bool {
+    let n = a.utf8.count
+    guard n == b.utf8.count else { return false }
+    if n == 0 { return true }
+    let fast = a.utf8.withContiguousStorageIfAvailable { x in
+        b.utf8.withContiguousStorageIfAvailable { y -> Bool in
+            guard let p = x.baseAddress, let q = y.baseAddress else { return false }
+            return memcmp(p, q, n) == 0
+        }
+    }
+    return (fast ?? nil) ?? a.utf8.elementsEqual(b.utf8)
 }
 
 /// The rows of the metadata table (`localstore:meta`) and of the table definitions (`localstore:schema`),
@@ -28,6 +57,11 @@ struct MetadataRows {
         let sqlName: String
         let kind: Int64
         let columns: String
+
+        /// The same stored values, byte for byte.
+        func isSame(as other: Definition) -> Bool {
+            kind == other.kind && sameBytes(name, other.name) && sameBytes(sqlName, other.sqlName) && sameBytes(columns, other.columns)
+        }
     }
 
     /// The `format` row's value read as an integer (`nil` without such a row).
@@ -47,17 +81,33 @@ struct MetadataRows {
         definitions.append(Definition(name: s.text(n), sqlName: s.text(n + 1), kind: s.int64(n + 2), columns: s.text(n + 3)))
     }
 
-    /// Both tables in one statement; `nil` when SQLite cannot prepare it (a table is missing or has other
-    /// columns: the callers then read each table alone, and fail where they failed before).
+    /// The number of objects in the file's schema (``readAll(_:)`` only).
+    var objects: Int64 = 0
+    /// Whether the metadata table is one of them (``readAll(_:)`` only).
+    var hasMeta = false
+
+    /// The schema's object count, the metadata rows and the table definitions in one statement; `nil` when
+    /// SQLite cannot prepare it (an empty file, one that is not a store, a table missing or with other
+    /// columns, a file that is not a readable database: the callers then take the steps one by one, and
+    /// fail where they failed before).
     static func readAll(_ c: Connection) throws -> MetadataRows? {
         let sql = """
-            SELECT 0, key, value, NULL, NULL FROM \(SQLNames.quote(SQLNames.metaTable)) \
+            SELECT 2, type = 'table' AND name = ?1, NULL, NULL, NULL FROM sqlite_master \
+            UNION ALL SELECT 0, key, value, NULL, NULL FROM \(SQLNames.quote(SQLNames.metaTable)) \
             UNION ALL SELECT 1, name, sqlName, kind, columns FROM \(SQLNames.quote(SQLNames.schemaTable))
             """
         return try c.withOneTimeStatement(sql) { s in
+            try s.bind(.string(SQLNames.metaTable), at: 1)
             var rows = MetadataRows()
             while try s.step() {
-                if s.int64(0) == 0 { rows.addMeta(s, key: 1, value: 2) } else { rows.addDefinition(s, from: 1) }
+                switch s.int64(0) {
+                case 0: rows.addMeta(s, key: 1, value: 2)
+                case 1: rows.addDefinition(s, from: 1)
+                default:
+                    // One row per schema object (no aggregate: a simpler statement to prepare).
+                    rows.objects += 1
+                    if s.int64(1) != 0 { rows.hasMeta = true }
+                }
             }
             return rows
         }
@@ -88,6 +138,27 @@ extension TableInfo {
         let sqlName: String
         let kind: TableKind
         let columns: String
+
+        // Equal only byte for byte (strings equal by canonical equivalence hash alike, so the hash stays valid).
+        static func == (a: MemoKey, b: MemoKey) -> Bool {
+            a.kind == b.kind && sameBytes(a.name, b.name) && sameBytes(a.sqlName, b.sqlName) && sameBytes(a.columns, b.columns)
+        }
+    }
+
+    /// The catalog made last in this process and the stored definitions it was made from: a reopen of the
+    /// same store finds the same rows and takes it whole (no name folded, no key hashed).
+    private static let lastCatalog = LockedValue<(definitions: [MetadataRows.Definition], tables: [String: TableInfo])?>(nil)
+
+    /// The catalog last made from exactly these stored definitions (same order, same bytes), if any.
+    static func knownCatalog(_ definitions: [MetadataRows.Definition]) -> [String: TableInfo]? {
+        guard let last = lastCatalog.withLock({ $0 }), last.definitions.count == definitions.count else { return nil }
+        for (a, b) in zip(last.definitions, definitions) where !a.isSame(as: b) { return nil }
+        return last.tables
+    }
+
+    /// Keeps `tables`, made from `definitions`, for ``knownCatalog(_:)``.
+    static func rememberCatalog(_ definitions: [MetadataRows.Definition], _ tables: [String: TableInfo]) {
+        lastCatalog.withLock { $0 = (definitions, tables) }
     }
 
     /// Definitions parsed in this process, by what is stored for them (bounded: emptied when full).

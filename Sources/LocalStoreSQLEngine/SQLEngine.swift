@@ -118,7 +118,8 @@ package final class SQLEngine: @unchecked Sendable {
         openHook: OpenHook? = nil, changes: ChangeCenter = ChangeCenter()
     ) throws {
         self.changes = changes
-        try systemTableNames.validate()
+        // The default names are valid identifiers and distinct (no need to check them on every open).
+        if systemTableNames != .default { try systemTableNames.validate() }
         guard !path.isEmpty, path != ":memory:", !path.hasPrefix("file:") else {
             throw LocalStoreError(.unsupported, "the SQLite backend needs a file path, not \(Value.string(path))")
         }
@@ -211,8 +212,7 @@ package final class SQLEngine: @unchecked Sendable {
     /// cannot write (SQLite needs to create `-wal` and `-shm` next to it). `access` answers for the
     /// real user; root passes it except on a read-only file system.
     private static func cannotWrite(_ path: String) -> Bool {
-        let directory = (path as NSString).deletingLastPathComponent
-        return access(path, W_OK) != 0 || access(directory.isEmpty ? "." : directory, W_OK) != 0
+        return access(path, W_OK) != 0 || access(FileStatus.directory(of: path), W_OK) != 0
     }
 
     /// When a write-ahead log is next to the file (a writer was killed, or another process has the store
@@ -287,15 +287,17 @@ package final class SQLEngine: @unchecked Sendable {
     /// Verifies the file, switches it to WAL, creates the metadata and system tables of a new store and
     /// loads the catalog.
     private func setUp(_ w: Connection) throws -> [String: TableInfo] {
-        // Reading the schema fails with SQLITE_NOTADB for a file that is not a (readable) database.
-        let (objects, hasMeta) = try Self.schemaObjects(w)
+        // The schema's object count, the metadata and the table definitions in one statement; when it
+        // cannot be prepared (a new or foreign file, another layout, not a readable database) one step at a
+        // time as the steps below need them. Reading the schema fails with SQLITE_NOTADB for a file that is
+        // not a (readable) database.
+        let all = try MetadataRows.readAll(w)
+        let (objects, hasMeta) = try all.map { ($0.objects, $0.hasMeta) } ?? Self.schemaObjects(w)
         if !hasMeta && objects > 0 {
             throw LocalStoreError(
                 .notADatabase, "'\(path)' is a SQLite database but not a LocalStore store (it has no \(SQLNames.metaTable) table)")
         }
-        // The metadata and the table definitions in one statement; read separately (as the steps below
-        // need them) when that statement cannot be prepared (a damaged file, or one of another layout).
-        let stored = hasMeta ? try MetadataRows.readAll(w) : nil
+        let stored = hasMeta ? all : nil
         if hasMeta { try checkMeta(try stored ?? MetadataRows.readMeta(w)) }
         if isReadOnlyLocation {
             guard hasMeta else {
@@ -322,7 +324,7 @@ package final class SQLEngine: @unchecked Sendable {
                 Self.rollback(w)
                 throw error
             }
-            let written = try MetadataRows.readAll(w)
+            let written = try MetadataRows.readAll(w).flatMap { $0.hasMeta ? $0 : nil }
             try checkMeta(try written ?? MetadataRows.readMeta(w))
             return try catalog(from: try written ?? MetadataRows.readDefinitions(w))
         }
@@ -344,7 +346,8 @@ package final class SQLEngine: @unchecked Sendable {
             ("operations", systemTableNames.operations), ("errors", systemTableNames.errors), ("config", systemTableNames.config),
         ] {
             let stored = rows.metaText[key]
-            guard let stored, Identifier.fold(stored) == Identifier.fold(wanted) else {
+            // The same bytes (the usual case: the names the store was created with) need no folding.
+            guard let stored, sameBytes(stored, wanted) || Identifier.fold(stored) == Identifier.fold(wanted) else {
                 throw LocalStoreError(
                     .schemaConflict,
                     "'\(path)' was created with the \(key) table '\(stored ?? "?")'; it cannot be opened with '\(wanted)'")
@@ -418,6 +421,22 @@ package final class SQLEngine: @unchecked Sendable {
     /// name, SQL name, kind and stored text) is not parsed again (``TableInfo/memoized(name:sqlName:kind:columns:)``).
     private func catalog(from rows: MetadataRows) throws -> [String: TableInfo] {
         var tables: [String: TableInfo] = [:]
+        if let known = TableInfo.knownCatalog(rows.definitions) {
+            tables = known
+        } else {
+            tables = try parsedCatalog(rows)
+            TableInfo.rememberCatalog(rows.definitions, tables)
+        }
+        for (name, kind) in [
+            (systemTableNames.operations, TableKind.operations), (systemTableNames.errors, .errors), (systemTableNames.config, .config),
+        ] where tables[Identifier.fold(name)]?.kind != kind {
+            throw LocalStoreError(.corrupt, "'\(path)' lacks the system table '\(name)'", table: name)
+        }
+        return tables
+    }
+
+    private func parsedCatalog(_ rows: MetadataRows) throws -> [String: TableInfo] {
+        var tables: [String: TableInfo] = [:]
         for d in rows.definitions {
             guard let kind = TableKind(rawValue: Int(d.kind)) else {
                 throw LocalStoreError(.corrupt, "the definition of table '\(d.name)' in '\(path)' cannot be read", table: d.name)
@@ -427,11 +446,6 @@ package final class SQLEngine: @unchecked Sendable {
                     ?? LocalStoreError(.corrupt, "the definition of table '\(d.name)' in '\(path)' cannot be read", table: d.name)
             }
             tables[Identifier.fold(d.name)] = info
-        }
-        for (name, kind) in [
-            (systemTableNames.operations, TableKind.operations), (systemTableNames.errors, .errors), (systemTableNames.config, .config),
-        ] where tables[Identifier.fold(name)]?.kind != kind {
-            throw LocalStoreError(.corrupt, "'\(path)' lacks the system table '\(name)'", table: name)
         }
         return tables
     }
