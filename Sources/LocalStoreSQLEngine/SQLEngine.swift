@@ -427,13 +427,18 @@ package final class SQLEngine: @unchecked Sendable {
             tables = try parsedCatalog(rows)
             TableInfo.rememberCatalog(rows.definitions, tables)
         }
-        for (name, kind) in [
-            (systemTableNames.operations, TableKind.operations), (systemTableNames.errors, .errors), (systemTableNames.config, .config),
-        ] where tables[Identifier.fold(name)]?.kind != kind {
+        let folded = systemTableNames == .default ? Self.defaultSystemTablesFolded : systemTableNames.folded
+        for (name, key, kind) in [
+            (systemTableNames.operations, folded.operations, TableKind.operations),
+            (systemTableNames.errors, folded.errors, .errors), (systemTableNames.config, folded.config, .config),
+        ] where tables[key]?.kind != kind {
             throw LocalStoreError(.corrupt, "'\(path)' lacks the system table '\(name)'", table: name)
         }
         return tables
     }
+
+    /// The default system table names, folded once.
+    private static let defaultSystemTablesFolded = SystemTableNames.default.folded
 
     private func parsedCatalog(_ rows: MetadataRows) throws -> [String: TableInfo] {
         var tables: [String: TableInfo] = [:]
@@ -1022,5 +1027,12 @@ extension SQLTransaction: SystemTableShortcuts {
                 if deletedErrors { collector?.changedMany(in: definedName(names.errors)) }
             }
         }
+    }
+}
+
+extension SystemTableNames {
+    /// The three names folded (the catalog's keys).
+    fileprivate var folded: (operations: String, errors: String, config: String) {
+        (Identifier.fold(operations), Identifier.fold(errors), Identifier.fold(config))
     }
 }
