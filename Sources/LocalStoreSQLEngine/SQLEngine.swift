@@ -418,7 +418,7 @@ package final class SQLEngine: @unchecked Sendable {
     }
 
     /// The catalog of the stored table definitions. A definition already parsed in this process (the same
-    /// name, SQL name, kind and stored text) is not parsed again (``TableInfo/memoized(name:sqlName:kind:columns:)``).
+    /// name, SQL name, kind and stored text) is not parsed again (``TableInfo/memoized(name:sqlName:kind:columns:failure:)``).
     private func catalog(from rows: MetadataRows) throws -> [String: TableInfo] {
         var tables: [String: TableInfo] = [:]
         if let known = TableInfo.knownCatalog(rows.definitions) {
