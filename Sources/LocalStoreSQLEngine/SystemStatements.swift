@@ -4,9 +4,11 @@ import LocalStore
 /// and kept with it: no `Query` resolved or compiled, no SQL text built or hashed per call.
 ///
 /// A set belongs to one connection (``Connection/systemStatements``) and is finalized when the connection
-/// closes. It is made for the catalog's `TableInfo` objects of the three system tables; when the catalog
-/// is reloaded (the file's `PRAGMA schema_version` changed: another connection defined a table) those are
-/// new objects and the set is replaced. SQLite itself re-prepares a kept statement whose tables changed.
+/// closes. It is made for the catalog's `TableInfo` objects of the three system tables and checked against
+/// them whenever the catalog's generation moved: a reload (the file's `PRAGMA schema_version` changed) or a
+/// redefinition that gives a system table another definition replaces the set; the same stored definitions
+/// give the same (memoized) objects and keep it. SQLite itself re-prepares a kept `sqlite3_prepare_v2`
+/// statement after any schema change.
 final class SystemStatements {
     enum Kind: Int, CaseIterable {
         case firstOperation, largestOperationId, insertOperation, deleteOperation, deleteErrors
