@@ -228,13 +228,19 @@ struct Session {
                 next += 1
                 continue
             }
-            let q = t.quotedColumns[c]
-            switch column.type {
-            case .string, .binary, .json: unset.append("coalesce(length(CAST(\(q) AS BLOB)), 0)")
-            default: unset.append("(\(q) IS NOT NULL) * 8")
-            }
+            unset.append(storedSize(t, column: c, type: column.type))
         }
         return unset.isEmpty ? "" : " AND (" + unset.joined(separator: " + ") + ") <= ?"
+    }
+
+    /// An SQL expression for ``TableSchema/byteCount(of:)`` of the stored value of column `c`: the bytes of
+    /// a string, binary or json value (json is stored as its text), 8 for any other non-null value.
+    static func storedSize(_ t: TableInfo, column c: Int, type: ColumnType) -> String {
+        let q = t.quotedColumns[c]
+        switch type {
+        case .string, .binary, .json: return "coalesce(length(CAST(\(q) AS BLOB)), 0)"
+        default: return "(\(q) IS NOT NULL) * 8"
+        }
     }
 
     /// Runs the `UPDATE` of an existing row (its `INSERT OR IGNORE` inserted nothing): binds the item's
@@ -261,13 +267,7 @@ struct Session {
 
     /// Reads the sizes of the stored row of `p`'s id and checks the row merging `p` into it would leave.
     private func checkStoredMergedSize(_ p: PreparedItem, _ t: TableInfo, options: UpsertOptions) throws {
-        let sizes = t.schema.columns.indices.map { c -> String in
-            let q = t.quotedColumns[c]
-            switch t.schema.columns[c].type {
-            case .string, .binary, .json: return "coalesce(length(CAST(\(q) AS BLOB)), 0)"
-            default: return "(\(q) IS NOT NULL) * 8"
-            }
-        }
+        let sizes = t.schema.columns.enumerated().map { Self.storedSize(t, column: $0.offset, type: $0.element.type) }
         let stored = try connection.withStatement(
             "SELECT \(sizes.joined(separator: ", ")) FROM \(t.quotedName) WHERE \(t.idColumn) = ?"
         ) { s -> [Int]? in
