@@ -310,7 +310,12 @@ int mkdir(const char *path, mode_t mode) {
 }
 
 int close(int fd) {
-    if (fd >= 0 && fd < MAX_FDS) {
+    // Only a recording tracks descriptors (powerloss_start forgets them all), so outside one close takes
+    // no lock. It must not: this file is linked into every process that links the helper's objects (the
+    // test bundle too), and a lock taken by every close() can be held by another thread at a fork(); the
+    // forked child (LMDB's integrity walk, CLMDBChildWalk) then waited for it forever (seen under load and
+    // under ThreadSanitizer: the child in futex_wait on this `lock`).
+    if (fd >= 0 && fd < MAX_FDS && __atomic_load_n(&active, __ATOMIC_ACQUIRE)) {
         pthread_mutex_lock(&lock);
         fds[fd].state = FD_UNKNOWN;
         pthread_mutex_unlock(&lock);
