@@ -95,17 +95,37 @@ package final class PThreadMutex: @unchecked Sendable {
 /// see), so every contended use is reported as a data race (a false positive of the Swift standard
 /// library's implementation, docs/reliability.md, "Sanitizers"). ThreadSanitizer intercepts
 /// `pthread_mutex_lock`, so with this type it checks the code inside the lock instead of flagging it.
+///
+/// The value lives in memory of its own rather than in a stored `var`: the mutex already makes access
+/// exclusive, and a class's stored `var` passed `inout` costs a dynamic exclusivity check
+/// (`swift_beginAccess`/`swift_endAccess`) on every call. `withLock` is inlinable, so it is specialized
+/// for each value and body (no generic call per lock; the backends take these locks on every read).
 package final class LockedValue<Value>: @unchecked Sendable {
-    private let mutex = PThreadMutex()
-    private var value: Value
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline let value: UnsafeMutablePointer<Value>
 
-    package init(_ value: Value) { self.value = value }
+    package init(_ value: Value) {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+        self.value = .allocate(capacity: 1)
+        self.value.initialize(to: value)
+    }
+
+    deinit {
+        value.deinitialize(count: 1)
+        value.deallocate()
+        pthread_mutex_destroy(mutex)
+        mutex.deinitialize(count: 1)
+        mutex.deallocate()
+    }
 
     /// Runs `body` with exclusive access to the value.
+    @inlinable
     package func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
-        mutex.lock()
-        defer { mutex.unlock() }
-        return try body(&value)
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&value.pointee)
     }
 }
 

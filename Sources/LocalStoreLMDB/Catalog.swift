@@ -306,6 +306,11 @@ final class ReadByIdPlan: Sendable {
     /// Whether a read of `id` that ``read(_:id:)`` did not find must be looked up through a
     /// ``TxnContext``: the id's key is longer than a stored key's prefix (docs/lmdb.md, "Long keys").
     func needsContext(_ id: Value) -> Bool {
+        switch id {
+        case .int: return false
+        case .string(let s) where s.utf8.count <= KeyCodec.prefixLimit - 10: return false
+        default: break
+        }
         var key: [UInt8] = []
         KeyCodec.appendId(id, into: &key)
         return key.count > KeyCodec.prefixLimit
@@ -316,12 +321,10 @@ final class ReadByIdPlan: Sendable {
     /// `typeMismatch` of `TableSchema.checkId` for an id of another type.
     func read(_ txn: OpaquePointer, id: Value) throws -> Item? {
         if !isIdOfType(id) { try items.schema.checkId(id) }
-        var key: [UInt8] = []
-        key.reserveCapacity(40)
-        KeyCodec.appendId(id, into: &key)
-        guard key.count <= KeyCodec.prefixLimit else { return nil }
-        return try key.withUnsafeMutableBytes { k in
-            var kv = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
+        // The key is built in stack memory (no array per read).
+        return try KeyCodec.withIdKey(id) { k in
+            guard let k else { return nil }
+            var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
             var dv = MDB_val()
             let rc = mdb_get(txn, dbi, &kv, &dv)
             if rc == MDB_NOTFOUND { return nil }

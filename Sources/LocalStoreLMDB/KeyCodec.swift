@@ -209,6 +209,75 @@ enum KeyCodec {
         }
     }
 
+    /// Calls `body` with the key of `id` (``appendId(_:into:)``'s bytes) built in stack memory, or with
+    /// `nil` when the key is longer than ``prefixLimit`` (a long id: looked up by its stored prefix).
+    /// Reads by id use it: no array is allocated per read, and ASCII letters are folded eight bytes at
+    /// a time.
+    @inline(__always)
+    static func withIdKey<R>(_ id: Value, _ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
+        switch id {
+        case .int(let i):
+            var key = (UInt64(bitPattern: i) ^ (1 << 63)).bigEndian
+            return try withUnsafeBytes(of: &key) { try body($0) }
+        case .string(let s):
+            // At most 470 bytes: the key (with a NUL: the bytes before it, `00 01` and 8 bytes of
+            // length) is then at most 480 bytes.
+            let done = try s.utf8.withContiguousStorageIfAvailable { bytes -> R? in
+                guard bytes.count <= prefixLimit - 10, let source = bytes.baseAddress else { return nil }
+                return try withUnsafeTemporaryAllocation(byteCount: prefixLimit, alignment: 8) { buffer -> R? in
+                    guard let out = buffer.baseAddress else { return nil }
+                    let n = foldNoCase(source, count: bytes.count, into: out)
+                    var length = n
+                    out.storeBytes(of: 0, toByteOffset: length, as: UInt8.self)
+                    if n < bytes.count {
+                        // A NUL at `n`: `00 01` and the total length.
+                        out.storeBytes(of: 1, toByteOffset: length + 1, as: UInt8.self)
+                        out.storeBytes(of: UInt64(bytes.count).bigEndian, toByteOffset: length + 2, as: UInt64.self)
+                        length += 10
+                    } else {
+                        out.storeBytes(of: 0, toByteOffset: length + 1, as: UInt8.self)
+                        length += 2
+                    }
+                    return try body(UnsafeRawBufferPointer(start: out, count: length))
+                }
+            }
+            if let done, let result = done { return result }
+        default:
+            break
+        }
+        var key: [UInt8] = []
+        appendId(id, into: &key)
+        guard key.count <= prefixLimit else { return try body(nil) }
+        return try key.withUnsafeBytes { try body($0) }
+    }
+
+    /// Copies `source` into `out` with ASCII letters lower-cased, up to its first NUL; returns the
+    /// number of bytes copied (`count` when there is no NUL). Eight bytes at a time while they are
+    /// ASCII without a NUL, then byte by byte.
+    @inline(__always)
+    static func foldNoCase(_ source: UnsafePointer<UInt8>, count: Int, into out: UnsafeMutableRawPointer) -> Int {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        var i = 0
+        while i + 8 <= count {
+            let w = UnsafeRawPointer(source + i).loadUnaligned(as: UInt64.self)
+            // A byte ≥ 0x80 or a zero byte ends the fast path.
+            if w & highs != 0 || (w &- ones) & ~w & highs != 0 { break }
+            // High bit of each byte: set when the byte is ≥ 'A' and not > 'Z' (bytes are < 0x80, so
+            // the additions do not carry into the next byte).
+            let upper = (w &+ 0x3F3F_3F3F_3F3F_3F3F) & ~(w &+ 0x2525_2525_2525_2525) & highs
+            out.storeBytes(of: w | (upper >> 2), toByteOffset: i, as: UInt64.self)
+            i += 8
+        }
+        while i < count {
+            let b = source[i]
+            if b == 0 { return i }
+            out.storeBytes(of: b &- 0x41 < 26 ? b | 0x20 : b, toByteOffset: i, as: UInt8.self)
+            i += 1
+        }
+        return count
+    }
+
     /// The key stored in LMDB for a full key: the key itself when it fits, otherwise its first
     /// ``prefixLimit`` bytes and the row number (which keeps it unique).
     static func storedKey(_ full: [UInt8], rowId: UInt64) -> [UInt8] {
