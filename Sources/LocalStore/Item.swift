@@ -31,9 +31,9 @@
     }
 
     /// The dictionary of an item whose values by position are `row`.
-    func dictionary(_ row: [Value]) -> [String: Value] {
+    func dictionary(_ row: ArraySlice<Value>) -> [String: Value] {
         var d: [String: Value] = Dictionary(minimumCapacity: names.count)
-        for (n, name) in names.enumerated() { d[name] = row[n] }
+        for (name, value) in zip(names, row) { d[name] = value }
         return d
     }
 }
@@ -46,14 +46,16 @@
 ///
 /// An item read from a store may keep its values by position with column names shared by every row
 /// of the result, and build its ``values`` dictionary only when that is read. Either form behaves the
-/// same: equality and hashing are those of the dictionaries.
+/// same: equality and hashing are those of the dictionaries. The values of the items of one result may
+/// share one buffer (each item a slice of it); changing an item's value copies its own values first.
 public struct Item: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence, CustomStringConvertible {
     /// The values by name (dictionary form, when `layout` is `nil`).
     @usableFromInline var dictionary: [String: Value]
     /// The names of `row` (row form), or `nil`.
     @usableFromInline var layout: ItemLayout?
-    /// The values by position of `layout.names` (row form).
-    @usableFromInline var row: [Value]
+    /// The values by position of `layout.names` (row form): `row[row.startIndex + n]` is the value of
+    /// `layout.names[n]`. A slice: the items of one query result may share one buffer of values.
+    @usableFromInline var row: ArraySlice<Value>
 
     /// The item's values by column name.
     public var values: [String: Value] {
@@ -87,6 +89,13 @@ public struct Item: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence
     /// An item in row form: `row[n]` is the value of `layout.names[n]`. `row` must have one value per
     /// name; an item from a row of another length is built as a dictionary of the pairs that exist.
     package init(layout: ItemLayout, row: [Value]) {
+        self.init(layout: layout, row: row[...])
+    }
+
+    /// An item in row form whose values are the slice `row` (of a buffer the items of one result
+    /// share): its `n`th value is the value of `layout.names[n]`. `row` must have one value per name;
+    /// otherwise the item is built as a dictionary of the pairs that exist.
+    package init(layout: ItemLayout, row: ArraySlice<Value>) {
         if row.count == layout.names.count {
             dictionary = [:]
             self.layout = layout
@@ -109,12 +118,13 @@ public struct Item: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence
     public subscript(_ column: String) -> Value? {
         get {
             guard let l = layout else { return dictionary[column] }
-            return l.positions[column].map { row[$0] }
+            return l.positions[column].map { row[row.startIndex + $0] }
         }
         set {
             if let l = layout {
                 if let value = newValue, let n = l.positions[column] {
-                    row[n] = value
+                    // A slice of a shared buffer is copied (its own values only) before it is written.
+                    row[row.startIndex + n] = value
                     return
                 }
                 makeDictionary()
@@ -126,7 +136,7 @@ public struct Item: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence
     /// The value of `column`, matched case-insensitively (ASCII), or `nil` when absent.
     public func value(forColumn column: String) -> Value? {
         if let l = layout {
-            if let n = l.positions[column] ?? l.foldedPositions[Identifier.fold(column)] { return row[n] }
+            if let n = l.positions[column] ?? l.foldedPositions[Identifier.fold(column)] { return row[row.startIndex + n] }
             return nil
         }
         if let v = dictionary[column] { return v }
@@ -137,7 +147,7 @@ public struct Item: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence
 
     /// The item's `id` value (matched case-insensitively), or `nil`.
     public var id: Value? {
-        if let l = layout { return l.idPosition.map { row[$0] } }
+        if let l = layout { return l.idPosition.map { row[row.startIndex + $0] } }
         return value(forColumn: "id")
     }
 
@@ -171,8 +181,8 @@ public struct Item: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence
             // `b` is dictionary equality.
             guard a.count == b.count else { return false }
             if let la = a.layout {
-                for (n, name) in la.names.enumerated() {
-                    guard let w = b[name], a.row[n] == w else { return false }
+                for (name, v) in zip(la.names, a.row) {
+                    guard let w = b[name], v == w else { return false }
                 }
             } else {
                 for (name, v) in a.dictionary {
@@ -192,10 +202,10 @@ public struct Item: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence
         // Dictionary's own algorithm: each pair hashed by a copy of the hasher, the results combined
         // by XOR (order-independent), then that combined into the hasher.
         var commutative = 0
-        for (n, name) in l.names.enumerated() {
+        for (name, value) in zip(l.names, row) {
             var element = hasher
             element.combine(name)
-            element.combine(row[n])
+            element.combine(value)
             commutative ^= element.finalize()
         }
         hasher.combine(commutative)

@@ -1,15 +1,19 @@
+import Foundation
 import LocalStore
 
 /// Builds items straight from stored records, without an intermediate decoded row: each item is in
-/// row form (``ItemLayout``) — one `[Value]` of the returned columns under a layout of their names
-/// made once per builder and shared by every item it builds — so no dictionary is built, copied or
-/// hashed per record, and every string is built once.
+/// row form (``ItemLayout``) — its values, in the order of the returned columns, under a layout of their
+/// names made once per builder and shared by every item it builds — so no dictionary is built, copied
+/// or hashed per record, and every string is built once. ``items(_:)`` puts the values of all its
+/// items in one buffer, each item a slice of it (one allocation per result instead of one per item).
 ///
 /// The items equal what ``RecordCodec/decode(_:schema:)`` followed by `ResolvedQuery.project` (or, for
 /// every column, a read by id) gives: the same keys (the columns' defined spelling), the same values,
 /// null for a column the record is too short to hold. The record is checked exactly as the decoder
-/// checks it (``RecordCodec/forEachValue(_:schema:idIndex:_:)``), the columns not returned included,
-/// so a damaged record is `corrupt` here too (`ItemBuilderTests`).
+/// checks it, the columns not returned included, so a damaged record is `corrupt` here too, with the
+/// decoder's message (`ItemBuilderTests`): a plain record (below) is decoded in one pass over its
+/// bytes, and anything else — a json value, a malformed byte, a value of another type — is decoded by
+/// ``RecordCodec/forEachValue(_:schema:idIndex:_:)``, which returns the same values or throws.
 struct ItemBuilder: Sendable {
     let schema: TableSchema
     let idIndex: Int
@@ -20,6 +24,10 @@ struct ItemBuilder: Sendable {
     private let names: [String]
     /// For each column of the schema, its position in an item's row; `-1` when not returned.
     private let slots: [Int]
+    /// For each column of the schema, the record tag of its non-null values (``RecordCodec/Tag``;
+    /// `false` for a boolean column, whose values carry `false` or `true`); json columns and any other
+    /// type the one-pass decoder does not handle carry `0xFF`.
+    private let tags: [UInt8]
     /// Whether the row is every column of the schema in schema order (values are appended as decoded).
     private let isWholeRow: Bool
 
@@ -40,6 +48,17 @@ struct ItemBuilder: Sendable {
         }
         self.names = names
         self.slots = slots
+        tags = schema.columns.map { c in
+            switch c.type {
+            case .string: return RecordCodec.Tag.string
+            case .integer: return RecordCodec.Tag.int
+            case .double: return RecordCodec.Tag.double
+            case .boolean: return RecordCodec.Tag.false
+            case .date: return RecordCodec.Tag.date
+            case .binary: return RecordCodec.Tag.binary
+            default: return 0xFF
+            }
+        }
         layout = ItemLayout(names: names)
         isWholeRow = names.count == schema.columns.count && slots.enumerated().allSatisfy { $0.offset == $0.element }
     }
@@ -56,25 +75,163 @@ struct ItemBuilder: Sendable {
 
     /// The item of a stored record; `corrupt` when the record does not decode.
     func item(_ record: UnsafeRawBufferPointer) throws -> Item {
-        var row: [Value]
+        var row: [Value] = []
+        row.reserveCapacity(names.count)
+        try append(record, to: &row)
+        return item(row[...])
+    }
+
+    /// The items of `count` stored records (`record(k)` is the `k`th), their values in one buffer;
+    /// `corrupt` when one does not decode.
+    func items(count: Int, _ record: (Int) -> UnsafeRawBufferPointer) throws -> [Item] {
+        if count == 0 { return [] }
+        let width = names.count
+        var values: [Value] = []
+        values.reserveCapacity(count * width)
+        for k in 0..<count { try append(record(k), to: &values) }
+        var items: [Item] = []
+        items.reserveCapacity(count)
+        var start = 0
+        for _ in 0..<count {
+            items.append(item(values[start..<(start + width)]))
+            start += width
+        }
+        return items
+    }
+
+    /// The item whose values (in item order) are `row`.
+    @inline(__always)
+    private func item(_ row: ArraySlice<Value>) -> Item {
+        if let layout { return Item(layout: layout, row: row) }
+        var values: [String: Value] = Dictionary(minimumCapacity: names.count)
+        for (name, value) in zip(names, row) { values[name] = value }
+        return Item(values)
+    }
+
+    /// Appends the returned columns' values of `record` to `out`, in item order (`names.count`
+    /// values); `corrupt` when the record does not decode (then `out` is as it was).
+    private func append(_ record: UnsafeRawBufferPointer, to out: inout [Value]) throws {
+        let start = out.count
+        if appendPlain(record, to: &out) { return }
+        // Not a plain record: the checked decoder answers (the same values, or `corrupt`).
+        out.removeSubrange(start...)
         if isWholeRow {
             // The decoder hands the stored columns over in order: append them, then null for the
             // columns a short record lacks.
-            row = []
-            row.reserveCapacity(names.count)
-            _ = try RecordCodec.forEachValue(record, schema: schema, idIndex: idIndex) { _, v in row.append(v) }
-            while row.count < names.count { row.append(.null) }
+            _ = try RecordCodec.forEachValue(record, schema: schema, idIndex: idIndex) { _, v in out.append(v) }
+            while out.count < start + names.count { out.append(.null) }
         } else {
-            row = [Value](repeating: .null, count: names.count)
+            var row = [Value](repeating: .null, count: names.count)
             let slots = self.slots
             _ = try RecordCodec.forEachValue(record, schema: schema, idIndex: idIndex) { n, v in
                 let slot = slots[n]
                 if slot >= 0 { row[slot] = v }
             }
+            out.append(contentsOf: row)
         }
-        if let layout { return Item(layout: layout, row: row) }
-        var values: [String: Value] = Dictionary(minimumCapacity: names.count)
-        for (name, value) in zip(names, row) { values[name] = value }
-        return Item(values)
+    }
+
+    /// One pass over a plain record: the version byte, the row number and the column count, then
+    /// each stored column — null, or a value of its column's type other than json: booleans, integers,
+    /// finite doubles, dates, binaries and strings (ASCII, or valid UTF-8) — with the id column not
+    /// null and no byte left over. Appends the returned columns' values to `out` (item order, nulls for
+    /// the columns a short record lacks) and returns `true`; returns `false` at anything else (`out`
+    /// may then hold some of the values: the caller removes them). Every record it accepts is one the
+    /// decoder accepts with the same values, so it never decides that a record is damaged.
+    private func appendPlain(_ record: UnsafeRawBufferPointer, to out: inout [Value]) -> Bool {
+        guard let p = record.baseAddress else { return false }
+        let end = record.count
+        var i = 0
+        guard end > 0, p.load(as: UInt8.self) == RecordCodec.version else { return false }
+        i = 1
+        guard ItemBuilder.varint(p, &i, end) != nil, let stored = ItemBuilder.varint(p, &i, end) else { return false }
+        let tags = self.tags
+        let width = tags.count
+        guard stored <= UInt64(width) else { return false }
+        let count = Int(stored)
+        let whole = isWholeRow
+        let slots = self.slots
+        let base = out.count
+        if !whole { out.append(contentsOf: repeatElement(Value.null, count: names.count)) }
+        var hasId = false
+        for n in 0..<count {
+            guard i < end else { return false }
+            let tag = p.load(fromByteOffset: i, as: UInt8.self)
+            i += 1
+            let slot = whole ? n : slots[n]
+            let value: Value
+            switch tag {
+            case RecordCodec.Tag.null:
+                value = .null
+            case RecordCodec.Tag.false, RecordCodec.Tag.true:
+                guard tags[n] == RecordCodec.Tag.false else { return false }
+                value = .bool(tag == RecordCodec.Tag.true)
+            case RecordCodec.Tag.int:
+                guard tags[n] == RecordCodec.Tag.int, let u = ItemBuilder.varint(p, &i, end) else { return false }
+                value = .int(RecordCodec.unzigzag(u))
+            case RecordCodec.Tag.double, RecordCodec.Tag.date:
+                guard tags[n] == tag, end - i >= 8 else { return false }
+                let bits = UInt64(littleEndian: p.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+                i += 8
+                let d = Double(bitPattern: bits)
+                if tag == RecordCodec.Tag.date {
+                    value = .date(Date(timeIntervalSinceReferenceDate: d))
+                } else {
+                    guard d.isFinite else { return false }
+                    value = .double(d)
+                }
+            case RecordCodec.Tag.string:
+                guard tags[n] == tag, let length = ItemBuilder.varint(p, &i, end), length <= UInt64(end - i) else { return false }
+                let raw = UnsafeRawBufferPointer(start: p + i, count: Int(length))
+                i += Int(length)
+                let ascii = ByteReader.isASCII(raw)
+                if slot < 0 {
+                    // Not returned: only checked.
+                    guard ascii || String(validating: raw, as: UTF8.self) != nil else { return false }
+                    if n == idIndex { hasId = true }
+                    continue
+                }
+                if ascii {
+                    value = .string(String(decoding: raw, as: UTF8.self))
+                } else {
+                    guard let s = String(validating: raw, as: UTF8.self) else { return false }
+                    value = .string(s)
+                }
+            case RecordCodec.Tag.binary:
+                guard tags[n] == tag, let length = ItemBuilder.varint(p, &i, end), length <= UInt64(end - i) else { return false }
+                let raw = UnsafeRawBufferPointer(start: p + i, count: Int(length))
+                i += Int(length)
+                value = slot < 0 ? .null : .binary(Array(raw))
+            default:
+                return false
+            }
+            if tag != RecordCodec.Tag.null && n == idIndex { hasId = true }
+            if whole {
+                out.append(value)
+            } else if slot >= 0 {
+                out[base + slot] = value
+            }
+        }
+        guard i == end, hasId else { return false }
+        if whole { for _ in count..<width { out.append(.null) } }
+        return true
+    }
+
+    /// ``ByteReader/varint()`` over `p[i..<end]`: the same value for the same bytes, `nil` where it
+    /// throws.
+    @inline(__always)
+    private static func varint(_ p: UnsafeRawPointer, _ i: inout Int, _ end: Int) -> UInt64? {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while i < end {
+            let b = p.load(fromByteOffset: i, as: UInt8.self)
+            i += 1
+            if shift == 63 && b > 1 { return nil }
+            result |= UInt64(b & 0x7F) << shift
+            if b & 0x80 == 0 { return result }
+            shift += 7
+            if shift > 63 { return nil }
+        }
+        return nil
     }
 }

@@ -595,16 +595,11 @@ struct QueryRunner {
                 return ([], count)
             }
             let builder = wholeRows.flatMap { query.projection.count == schema.columns.count ? $0 : nil } ?? ItemBuilder(query)
-            var items: [Item] = []
-            items.reserveCapacity(end - skip)
-            for i in taken.indices {
-                if i < skip || i >= end {
-                    // Checked as the rows path decodes them: a damaged record is `corrupt` either way.
-                    try RecordCodec.check(taken[i].record, schema: schema, idIndex: idIndex)
-                } else {
-                    items.append(try builder.item(taken[i].record))
-                }
-            }
+            // Checked as the rows path decodes them: a damaged record is `corrupt` either way (in walk
+            // order: the first damaged record's error is the one thrown).
+            for i in 0..<skip { try RecordCodec.check(taken[i].record, schema: schema, idIndex: idIndex) }
+            let items = try builder.items(count: end - skip) { taken[skip + $0].record }
+            for i in end..<taken.count { try RecordCodec.check(taken[i].record, schema: schema, idIndex: idIndex) }
             return (items, count)
         }
     }
@@ -858,31 +853,33 @@ struct QueryRunner {
             index = i
         }
         let txn = try context.activeTxn()
+        // The descending flags of the components that form a group (index walks).
+        let groupFlags = index.map { Array($0.components.prefix(groupComponents).map(\.descending)) } ?? []
         let walked = try context.withRange(dbi, lower: s.lower, upper: s.upper, descending: descending) { cursor -> [TakenRecord]? in
             var out: [TakenRecord] = []
             out.reserveCapacity(min(limit, 1024))
-            var group: [TakenRecord] = []
-            var groupKey: [UInt8] = []
+            // The current group is `out[groupStart...]`; its key is `groupKey`, bytes of the walked key
+            // that started it (LMDB's memory: valid while the transaction neither ends nor writes).
+            var groupStart = 0
+            var groupKey = UnsafeRawBufferPointer(start: nil, count: 0)
             var inGroup = false
             var visited = 0
+            /// Ends the current group: a group of two or more is put in the full order.
             func flush() throws {
-                if group.count > 1 {
+                if out.count - groupStart > 1 {
+                    let group = Array(out[groupStart...])
                     let rows = try group.map { try RecordCodec.decode($0.record, schema: schema, idIndex: idIndex).row }
                     var inOrder = true
                     for i in 1..<rows.count where ResolvedQuery.compare(rows[i - 1], rows[i], by: sort) > 0 {
                         inOrder = false
                         break
                     }
-                    if inOrder {
-                        out.append(contentsOf: group)
-                    } else {
+                    if !inOrder {
                         let order = rows.indices.sorted { ResolvedQuery.compare(rows[$0], rows[$1], by: sort) < 0 }
-                        for i in order { out.append(group[i]) }
+                        for (k, i) in order.enumerated() { out[groupStart + k] = group[i] }
                     }
-                } else {
-                    out.append(contentsOf: group)
                 }
-                group.removeAll(keepingCapacity: true)
+                groupStart = out.count
             }
             while let (key, value) = try cursor.next() {
                 let g: UnsafeRawBufferPointer
@@ -898,40 +895,40 @@ struct QueryRunner {
                         }
                         if try filter.matches(value, simple) {
                             out.append(TakenRecord(record: value, key: key))
+                            groupStart = out.count
                             if out.count >= limit { break }
                         }
                         continue
                     }
                     g = UnsafeRawBufferPointer(rebasing: key[0..<KeyCodec.prefixLimit])
-                } else if let index, let n = QueryRunner.groupLength(key, index, groupComponents), n <= KeyCodec.prefixLimit {
+                } else if let n = QueryRunner.groupLength(key, groupFlags), n <= KeyCodec.prefixLimit {
                     g = UnsafeRawBufferPointer(rebasing: key[0..<n])
                 } else {
                     g = key.count > KeyCodec.prefixLimit ? UnsafeRawBufferPointer(rebasing: key[0..<KeyCodec.prefixLimit]) : key
                 }
                 // Starts a new group when `g` differs from the current group's key.
                 if inGroup {
-                    if !g.elementsEqual(groupKey) {
+                    if !QueryRunner.equal(g, groupKey) {
                         try flush()
                         if out.count >= limit { break }
-                        groupKey.removeAll(keepingCapacity: true)
-                        groupKey.append(contentsOf: g)
+                        groupKey = g
                     }
                 } else {
                     inGroup = true
-                    groupKey.removeAll(keepingCapacity: true)
-                    groupKey.append(contentsOf: g)
+                    groupStart = out.count
+                    groupKey = g
                 }
                 if !isPrimary {
                     visited += 1
                     if visited > budget { return nil }
                 }
                 if isPrimary {
-                    if try filter.matches(value, simple) { group.append(TakenRecord(record: value, key: key)) }
+                    if try filter.matches(value, simple) { out.append(TakenRecord(record: value, key: key)) }
                 } else {
                     guard let record = try QueryRunner.record(txn, primary, storedKey: value) else {
                         throw LMDBErrors.corrupt("an index of table '\(schema.name)' names a row that does not exist", table: schema.name)
                     }
-                    if try filter.matches(record, simple) { group.append(TakenRecord(record: record, key: value)) }
+                    if try filter.matches(record, simple) { out.append(TakenRecord(record: record, key: value)) }
                 }
             }
             try flush()
@@ -955,14 +952,24 @@ struct QueryRunner {
 }
 
 extension QueryRunner {
-    /// The length of the first `components` components of an index key; `nil` when the key ends first.
-    static func groupLength(_ key: UnsafeRawBufferPointer, _ index: IndexDefinition, _ components: Int) -> Int? {
+    /// The length of the components of an index key whose descending flags are `descending` (its first
+    /// `descending.count`); `nil` when the key ends first.
+    @inline(__always)
+    static func groupLength(_ key: UnsafeRawBufferPointer, _ descending: [Bool]) -> Int? {
         var offset = 0
-        for c in index.components.prefix(components) {
-            guard let n = KeyCodec.componentLength(key, at: offset, descending: c.descending) else { return nil }
+        for d in descending {
+            guard let n = KeyCodec.componentLength(key, at: offset, descending: d) else { return nil }
             offset += n
         }
         return offset
+    }
+
+    /// Whether two byte strings are equal.
+    @inline(__always)
+    static func equal(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        guard a.count == b.count else { return false }
+        guard let x = a.baseAddress, let y = b.baseAddress else { return true }
+        return memcmp(x, y, a.count) == 0
     }
 }
 
