@@ -66,6 +66,8 @@ final class Environment: @unchecked Sendable {
     private(set) var metaHandle: MDB_dbi = 0
     /// What reads by id of recently read tables need, per catalog generation (``ReadByIdPlan``).
     let readByIdPlans = LockedValue<[ReadByIdPlan]>([])
+    /// What queries read before need again, per catalog generation (``QueryPlanCache``).
+    let queryPlans = LockedValue(QueryPlanCache())
     /// Tests only: runs after a full write transaction was aborted for a map growth, before the
     /// new one begins (the window in which another process may commit).
     let afterGrowthAbortHook = LockedValue<(@Sendable () -> Void)?>(nil)

@@ -4,15 +4,15 @@ import LocalStore
 /// Builds items straight from stored records, without an intermediate decoded row: each item is in
 /// row form (``ItemLayout``) — its values, in the order of the returned columns, under a layout of their
 /// names made once per builder and shared by every item it builds — so no dictionary is built, copied
-/// or hashed per record, and every string is built once. ``items(_:)`` puts the values of all its
+/// or hashed per record, and every string is built once. ``items(count:_:)`` puts the values of all its
 /// items in one buffer, each item a slice of it (one allocation per result instead of one per item).
 ///
 /// The items equal what ``RecordCodec/decode(_:schema:)`` followed by `ResolvedQuery.project` (or, for
 /// every column, a read by id) gives: the same keys (the columns' defined spelling), the same values,
 /// null for a column the record is too short to hold. The record is checked exactly as the decoder
 /// checks it, the columns not returned included, so a damaged record is `corrupt` here too, with the
-/// decoder's message (`ItemBuilderTests`): a plain record (below) is decoded in one pass over its
-/// bytes, and anything else — a json value, a malformed byte, a value of another type — is decoded by
+/// decoder's message (`ItemBuilderTests`): a plain record (``fillPlain(_:_:)``) is decoded in one pass
+/// over its bytes, and anything else — a json value, a malformed byte, a value of another type — by
 /// ``RecordCodec/forEachValue(_:schema:idIndex:_:)``, which returns the same values or throws.
 struct ItemBuilder: Sendable {
     let schema: TableSchema
@@ -25,10 +25,10 @@ struct ItemBuilder: Sendable {
     /// For each column of the schema, its position in an item's row; `-1` when not returned.
     private let slots: [Int]
     /// For each column of the schema, the record tag of its non-null values (``RecordCodec/Tag``;
-    /// `false` for a boolean column, whose values carry `false` or `true`); json columns and any other
-    /// type the one-pass decoder does not handle carry `0xFF`.
+    /// `false` for a boolean column, whose values carry `false` or `true`); json columns carry `0xFF`
+    /// (the one-pass decoder leaves them to the checked one).
     private let tags: [UInt8]
-    /// Whether the row is every column of the schema in schema order (values are appended as decoded).
+    /// Whether the row is every column of the schema in schema order (values are stored as decoded).
     private let isWholeRow: Bool
 
     /// A builder of items holding the columns at `projection` (positions in `schema`).
@@ -75,9 +75,16 @@ struct ItemBuilder: Sendable {
 
     /// The item of a stored record; `corrupt` when the record does not decode.
     func item(_ record: UnsafeRawBufferPointer) throws -> Item {
-        var row: [Value] = []
-        row.reserveCapacity(names.count)
-        try append(record, to: &row)
+        let width = names.count
+        let row = try [Value](unsafeUninitializedCapacity: width) { buffer, initialized in
+            guard let p = buffer.baseAddress else {
+                // No column returned: the record is still checked.
+                try RecordCodec.check(record, schema: schema, idIndex: idIndex)
+                return
+            }
+            try fill(record, p)
+            initialized = width
+        }
         return item(row[...])
     }
 
@@ -86,9 +93,16 @@ struct ItemBuilder: Sendable {
     func items(count: Int, _ record: (Int) -> UnsafeRawBufferPointer) throws -> [Item] {
         if count == 0 { return [] }
         let width = names.count
-        var values: [Value] = []
-        values.reserveCapacity(count * width)
-        for k in 0..<count { try append(record(k), to: &values) }
+        let values = try [Value](unsafeUninitializedCapacity: count * width) { buffer, initialized in
+            guard let p = buffer.baseAddress else {
+                for k in 0..<count { try RecordCodec.check(record(k), schema: schema, idIndex: idIndex) }
+                return
+            }
+            for k in 0..<count {
+                try fill(record(k), p + initialized)
+                initialized += width
+            }
+        }
         var items: [Item] = []
         items.reserveCapacity(count)
         var start = 0
@@ -108,112 +122,123 @@ struct ItemBuilder: Sendable {
         return Item(values)
     }
 
-    /// Appends the returned columns' values of `record` to `out`, in item order (`names.count`
-    /// values); `corrupt` when the record does not decode (then `out` is as it was).
-    private func append(_ record: UnsafeRawBufferPointer, to out: inout [Value]) throws {
-        let start = out.count
-        if appendPlain(record, to: &out) { return }
+    /// Initializes `out[0..<names.count]` with the returned columns' values of `record`, in item
+    /// order; `corrupt` when the record does not decode (then `out` is left uninitialized).
+    private func fill(_ record: UnsafeRawBufferPointer, _ out: UnsafeMutablePointer<Value>) throws {
+        if fillPlain(record, out) { return }
         // Not a plain record: the checked decoder answers (the same values, or `corrupt`).
-        out.removeSubrange(start...)
-        if isWholeRow {
-            // The decoder hands the stored columns over in order: append them, then null for the
-            // columns a short record lacks.
-            _ = try RecordCodec.forEachValue(record, schema: schema, idIndex: idIndex) { _, v in out.append(v) }
-            while out.count < start + names.count { out.append(.null) }
-        } else {
-            var row = [Value](repeating: .null, count: names.count)
-            let slots = self.slots
-            _ = try RecordCodec.forEachValue(record, schema: schema, idIndex: idIndex) { n, v in
-                let slot = slots[n]
-                if slot >= 0 { row[slot] = v }
-            }
-            out.append(contentsOf: row)
+        var row = [Value](repeating: .null, count: names.count)
+        let slots = self.slots
+        _ = try RecordCodec.forEachValue(record, schema: schema, idIndex: idIndex) { n, v in
+            let slot = slots[n]
+            if slot >= 0 { row[slot] = v }
         }
+        for (k, v) in row.enumerated() { (out + k).initialize(to: v) }
     }
 
     /// One pass over a plain record: the version byte, the row number and the column count, then
     /// each stored column — null, or a value of its column's type other than json: booleans, integers,
     /// finite doubles, dates, binaries and strings (ASCII, or valid UTF-8) — with the id column not
-    /// null and no byte left over. Appends the returned columns' values to `out` (item order, nulls for
-    /// the columns a short record lacks) and returns `true`; returns `false` at anything else (`out`
-    /// may then hold some of the values: the caller removes them). Every record it accepts is one the
-    /// decoder accepts with the same values, so it never decides that a record is damaged.
-    private func appendPlain(_ record: UnsafeRawBufferPointer, to out: inout [Value]) -> Bool {
+    /// null and no byte left over. Initializes `out[0..<names.count]` with the returned columns' values
+    /// (item order, null for the columns a short record lacks) and returns `true`; returns `false`
+    /// (leaving `out` uninitialized) at anything else. Every record it accepts is one the decoder
+    /// accepts with the same values, so it never decides that a record is damaged.
+    private func fillPlain(_ record: UnsafeRawBufferPointer, _ out: UnsafeMutablePointer<Value>) -> Bool {
         guard let p = record.baseAddress else { return false }
         let end = record.count
-        var i = 0
         guard end > 0, p.load(as: UInt8.self) == RecordCodec.version else { return false }
-        i = 1
+        var i = 1
         guard ItemBuilder.varint(p, &i, end) != nil, let stored = ItemBuilder.varint(p, &i, end) else { return false }
-        let tags = self.tags
-        let width = tags.count
-        guard stored <= UInt64(width) else { return false }
-        let count = Int(stored)
-        let whole = isWholeRow
-        let slots = self.slots
-        let base = out.count
-        if !whole { out.append(contentsOf: repeatElement(Value.null, count: names.count)) }
-        var hasId = false
-        for n in 0..<count {
-            guard i < end else { return false }
-            let tag = p.load(fromByteOffset: i, as: UInt8.self)
-            i += 1
-            let slot = whole ? n : slots[n]
-            let value: Value
-            switch tag {
-            case RecordCodec.Tag.null:
-                value = .null
-            case RecordCodec.Tag.false, RecordCodec.Tag.true:
-                guard tags[n] == RecordCodec.Tag.false else { return false }
-                value = .bool(tag == RecordCodec.Tag.true)
-            case RecordCodec.Tag.int:
-                guard tags[n] == RecordCodec.Tag.int, let u = ItemBuilder.varint(p, &i, end) else { return false }
-                value = .int(RecordCodec.unzigzag(u))
-            case RecordCodec.Tag.double, RecordCodec.Tag.date:
-                guard tags[n] == tag, end - i >= 8 else { return false }
-                let bits = UInt64(littleEndian: p.loadUnaligned(fromByteOffset: i, as: UInt64.self))
-                i += 8
-                let d = Double(bitPattern: bits)
-                if tag == RecordCodec.Tag.date {
-                    value = .date(Date(timeIntervalSinceReferenceDate: d))
-                } else {
-                    guard d.isFinite else { return false }
-                    value = .double(d)
-                }
-            case RecordCodec.Tag.string:
-                guard tags[n] == tag, let length = ItemBuilder.varint(p, &i, end), length <= UInt64(end - i) else { return false }
-                let raw = UnsafeRawBufferPointer(start: p + i, count: Int(length))
-                i += Int(length)
-                let ascii = ByteReader.isASCII(raw)
-                if slot < 0 {
-                    // Not returned: only checked.
-                    guard ascii || String(validating: raw, as: UTF8.self) != nil else { return false }
+        let width = names.count
+        return tags.withUnsafeBufferPointer { tags -> Bool in
+            guard stored <= UInt64(tags.count) else { return false }
+            let count = Int(stored)
+            let whole = isWholeRow
+            // Every slot starts as null: a value is stored over it, and a failure deinitializes all.
+            out.initialize(repeating: .null, count: width)
+            var hasId = false
+            let ok = slots.withUnsafeBufferPointer { slots -> Bool in
+                for n in 0..<count {
+                    guard i < end else { return false }
+                    let tag = p.load(fromByteOffset: i, as: UInt8.self)
+                    i += 1
+                    let slot = whole ? n : slots[n]
+                    let value: Value
+                    switch tag {
+                    case RecordCodec.Tag.null:
+                        continue
+                    case RecordCodec.Tag.false, RecordCodec.Tag.true:
+                        guard tags[n] == RecordCodec.Tag.false else { return false }
+                        value = .bool(tag == RecordCodec.Tag.true)
+                    case RecordCodec.Tag.int:
+                        guard tags[n] == RecordCodec.Tag.int, let u = ItemBuilder.varint(p, &i, end) else { return false }
+                        value = .int(RecordCodec.unzigzag(u))
+                    case RecordCodec.Tag.double, RecordCodec.Tag.date:
+                        guard tags[n] == tag, end - i >= 8 else { return false }
+                        let d = Double(bitPattern: UInt64(littleEndian: p.loadUnaligned(fromByteOffset: i, as: UInt64.self)))
+                        i += 8
+                        if tag == RecordCodec.Tag.date {
+                            value = .date(Date(timeIntervalSinceReferenceDate: d))
+                        } else {
+                            guard d.isFinite else { return false }
+                            value = .double(d)
+                        }
+                    case RecordCodec.Tag.string:
+                        guard tags[n] == tag, let length = ItemBuilder.varint(p, &i, end), length <= UInt64(end - i) else { return false }
+                        let raw = UnsafeRawBufferPointer(start: p + i, count: Int(length))
+                        i += Int(length)
+                        if ItemBuilder.isASCII(raw) {
+                            if slot < 0 {
+                                if n == idIndex { hasId = true }
+                                continue
+                            }
+                            value = .string(String(decoding: raw, as: UTF8.self))
+                        } else {
+                            guard let s = String(validating: raw, as: UTF8.self) else { return false }
+                            value = .string(s)
+                        }
+                    case RecordCodec.Tag.binary:
+                        guard tags[n] == tag, let length = ItemBuilder.varint(p, &i, end), length <= UInt64(end - i) else { return false }
+                        let raw = UnsafeRawBufferPointer(start: p + i, count: Int(length))
+                        i += Int(length)
+                        if n == idIndex { hasId = true }
+                        if slot < 0 { continue }
+                        value = .binary(Array(raw))
+                    default:
+                        return false
+                    }
                     if n == idIndex { hasId = true }
-                    continue
+                    if slot >= 0 { out[slot] = value }
                 }
-                if ascii {
-                    value = .string(String(decoding: raw, as: UTF8.self))
-                } else {
-                    guard let s = String(validating: raw, as: UTF8.self) else { return false }
-                    value = .string(s)
-                }
-            case RecordCodec.Tag.binary:
-                guard tags[n] == tag, let length = ItemBuilder.varint(p, &i, end), length <= UInt64(end - i) else { return false }
-                let raw = UnsafeRawBufferPointer(start: p + i, count: Int(length))
-                i += Int(length)
-                value = slot < 0 ? .null : .binary(Array(raw))
-            default:
+                return true
+            }
+            guard ok, i == end, hasId else {
+                out.deinitialize(count: width)
                 return false
             }
-            if tag != RecordCodec.Tag.null && n == idIndex { hasId = true }
-            if whole {
-                out.append(value)
-            } else if slot >= 0 {
-                out[base + slot] = value
-            }
+            return true
         }
-        guard i == end, hasId else { return false }
-        if whole { for _ in count..<width { out.append(.null) } }
+    }
+
+    /// ``ByteReader/isASCII(_:)``, with the last bytes of a string of eight or more read as one
+    /// (overlapping) word.
+    @inline(__always)
+    static func isASCII(_ raw: UnsafeRawBufferPointer) -> Bool {
+        let n = raw.count
+        guard let p = raw.baseAddress else { return true }
+        if n >= 8 {
+            var i = 0
+            while i + 8 < n {
+                if p.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { return false }
+                i += 8
+            }
+            return p.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self) & 0x8080_8080_8080_8080 == 0
+        }
+        var i = 0
+        while i < n {
+            if p.load(fromByteOffset: i, as: UInt8.self) & 0x80 != 0 { return false }
+            i += 1
+        }
         return true
     }
 

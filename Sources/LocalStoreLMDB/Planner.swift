@@ -569,7 +569,7 @@ struct QueryRunner {
     /// The rows the query returns (not projected) and the number of matches (meaningful when the
     /// query asks for the count).
     func run() throws -> (rows: [[Value]], count: Int) {
-        switch try execute() {
+        switch try execute(try makePlan().plan) {
         case .rows(let rows, let count):
             return (rows, count)
         case .records(let taken, let count):
@@ -583,8 +583,17 @@ struct QueryRunner {
     /// the count). The records of an ordered walk become items straight from their bytes
     /// (``ItemBuilder``: row-form items, no decoded row per record); other plans' rows are projected.
     /// `wholeRows`: a builder of every column of the table, used when the query returns them all.
-    func items(wholeRows: ItemBuilder? = nil) throws -> (items: [Item], count: Int) {
-        switch try execute() {
+    /// `plan`: the plan made for the same query and catalog before (``QueryPlanCache``), used instead of
+    /// planning again. Returns the plan it ran when that plan depends on nothing but the query and the
+    /// catalog (`reusable`; `nil` when the planner counted entries to choose it).
+    func items(wholeRows: ItemBuilder? = nil, plan cached: QueryPlan? = nil) throws -> (items: [Item], count: Int, reusable: QueryPlan?) {
+        let (plan, reusable) = try cached.map { ($0, $0) } ?? makePlan()
+        let (items, count) = try items(try execute(plan), wholeRows: wholeRows)
+        return (items, count, reusable)
+    }
+
+    private func items(_ output: Output, wholeRows: ItemBuilder?) throws -> (items: [Item], count: Int) {
+        switch output {
         case .rows(let rows, let count):
             return (ItemProjector(query).items(rows), count)
         case .records(let taken, let count):
@@ -604,8 +613,25 @@ struct QueryRunner {
         }
     }
 
-    private func execute() throws -> Output {
-        let plan = try QueryPlanner(table: table, query: query, statistics: context.statistics(table)).plan()
+    /// The plan of the query, and the same plan again when it can be reused for the same query and
+    /// catalog: when the planner did not look at the data (entry counts) to choose it.
+    private func makePlan() throws -> (plan: QueryPlan, reusable: QueryPlan?) {
+        let statistics = context.statistics(table)
+        var consulted = false
+        let observed = PlanStatistics(
+            rowCount: {
+                consulted = true
+                return try statistics.rowCount()
+            },
+            countEntries: { source, ranges, limit in
+                consulted = true
+                return try statistics.countEntries(source, ranges, limit)
+            })
+        let plan = try QueryPlanner(table: table, query: query, statistics: observed).plan()
+        return (plan, consulted ? nil : plan)
+    }
+
+    private func execute(_ plan: QueryPlan) throws -> Output {
         let primary = try context.handle(table.database)
         if let top = query.top, top == 0 || query.skip.addingReportingOverflow(top) == (0, false) {
             // No rows wanted: at most the count, without building rows.

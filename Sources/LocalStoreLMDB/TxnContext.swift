@@ -423,6 +423,14 @@ final class TxnContext {
     }
 
     func read(_ query: Query) throws -> ReadResult {
+        // A read transaction's catalog is committed: the table, the resolved query and (when it depends
+        // on nothing else) the plan of a query read before in the same catalog generation are reused.
+        let cached = isWrite ? nil : environment.queryPlans.withLock { $0.entry(query, generation: catalog.generation) }
+        if let cached {
+            let result = try QueryRunner(context: self, table: cached.table, query: cached.query)
+                .items(wholeRows: cached.wholeRows, plan: cached.plan)
+            return ReadResult(items: result.items, totalCount: cached.query.includeTotalCount ? result.count : nil)
+        }
         let t = try table(query.table)
         let q = try ResolvedQuery(query, schema: t.schema)
         if q.includeTotalCount, case .constant(true) = q.predicate {
@@ -437,6 +445,10 @@ final class TxnContext {
         // read-by-id plan serves every query returning all columns (no names hashed per query).
         let wholeRows = isWrite ? nil : try environment.readByIdPlan(query.table, in: catalog).items
         let result = try QueryRunner(context: self, table: t, query: q).items(wholeRows: wholeRows)
+        if !isWrite, QueryPlanCache.isCacheable(query) {
+            let entry = CachedQueryPlan(table: t, query: q, plan: result.reusable, wholeRows: wholeRows)
+            environment.queryPlans.withLock { $0.keep(entry, for: query, generation: catalog.generation) }
+        }
         return ReadResult(items: result.items, totalCount: q.includeTotalCount ? result.count : nil)
     }
 
