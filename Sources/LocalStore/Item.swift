@@ -109,6 +109,14 @@ public struct Item: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence
         }
     }
 
+    /// An item in row form whose slice `row` holds exactly one value per name of `layout` (the caller
+    /// guarantees it).
+    package init(layout: ItemLayout, exactRow row: ArraySlice<Value>) {
+        dictionary = [:]
+        self.layout = layout
+        self.row = row
+    }
+
     /// Creates an item from a literal; a repeated key keeps its last value.
     public init(dictionaryLiteral elements: (String, Value)...) {
         self.init(Dictionary(elements, uniquingKeysWith: { _, new in new }))

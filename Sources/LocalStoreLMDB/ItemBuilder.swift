@@ -77,7 +77,7 @@ struct ItemBuilder: Sendable {
     func item(_ record: UnsafeRawBufferPointer) throws -> Item {
         let width = names.count
         let row = try [Value](unsafeUninitializedCapacity: width) { buffer, initialized in
-            guard let p = buffer.baseAddress else {
+            guard let p = buffer.baseAddress, width > 0 else {
                 // No column returned: the record is still checked.
                 try RecordCodec.check(record, schema: schema, idIndex: idIndex)
                 return
@@ -106,9 +106,16 @@ struct ItemBuilder: Sendable {
         var items: [Item] = []
         items.reserveCapacity(count)
         var start = 0
-        for _ in 0..<count {
-            items.append(item(values[start..<(start + width)]))
-            start += width
+        if let layout {
+            for _ in 0..<count {
+                items.append(Item(layout: layout, exactRow: values[start..<(start + width)]))
+                start += width
+            }
+        } else {
+            for _ in 0..<count {
+                items.append(item(values[start..<(start + width)]))
+                start += width
+            }
         }
         return items
     }
@@ -116,7 +123,7 @@ struct ItemBuilder: Sendable {
     /// The item whose values (in item order) are `row`.
     @inline(__always)
     private func item(_ row: ArraySlice<Value>) -> Item {
-        if let layout { return Item(layout: layout, row: row) }
+        if let layout { return Item(layout: layout, exactRow: row) }
         var values: [String: Value] = Dictionary(minimumCapacity: names.count)
         for (name, value) in zip(names, row) { values[name] = value }
         return Item(values)
@@ -154,8 +161,10 @@ struct ItemBuilder: Sendable {
             guard stored <= UInt64(tags.count) else { return false }
             let count = Int(stored)
             let whole = isWholeRow
-            // Every slot starts as null: a value is stored over it, and a failure deinitializes all.
-            out.initialize(repeating: .null, count: width)
+            // Whole rows: the values are initialized in order (`initialized` of them so far). A
+            // projection: every slot starts as null and a returned value is stored over it.
+            var initialized = 0
+            if !whole { out.initialize(repeating: .null, count: width) }
             var hasId = false
             let ok = slots.withUnsafeBufferPointer { slots -> Bool in
                 for n in 0..<count {
@@ -166,6 +175,10 @@ struct ItemBuilder: Sendable {
                     let value: Value
                     switch tag {
                     case RecordCodec.Tag.null:
+                        if whole {
+                            (out + n).initialize(to: .null)
+                            initialized = n + 1
+                        }
                         continue
                     case RecordCodec.Tag.false, RecordCodec.Tag.true:
                         guard tags[n] == RecordCodec.Tag.false else { return false }
@@ -208,14 +221,20 @@ struct ItemBuilder: Sendable {
                         return false
                     }
                     if n == idIndex { hasId = true }
-                    if slot >= 0 { out[slot] = value }
+                    if whole {
+                        (out + n).initialize(to: value)
+                        initialized = n + 1
+                    } else if slot >= 0 {
+                        out[slot] = value
+                    }
                 }
                 return true
             }
             guard ok, i == end, hasId else {
-                out.deinitialize(count: width)
+                out.deinitialize(count: whole ? initialized : width)
                 return false
             }
+            if whole, count < width { (out + count).initialize(repeating: .null, count: width - count) }
             return true
         }
     }
