@@ -1,3 +1,4 @@
+import Foundation
 import LocalStore
 
 /// What a query of a read transaction needs besides the data, kept for the next read of the same
@@ -49,7 +50,8 @@ struct QueryPlanCache {
     /// Whether a cached entry of `query` can serve every query equal to it. `Query` equality compares
     /// strings by Unicode canonical equivalence, while names and literals are resolved and encoded as
     /// bytes: only queries whose strings are all ASCII (where the two agree) and that hold no json
-    /// literal (json objects compare their keys as strings) are kept.
+    /// literal (json objects compare their keys as strings) are kept. Neither are queries with a
+    /// negative zero (equal to zero, but not the same value to every function) or a NaN (never equal).
     static func isCacheable(_ query: Query) -> Bool {
         guard isASCII(query.table), query.sort.allSatisfy({ isASCII($0.field) }) else { return false }
         if let select = query.select, !select.allSatisfy(isASCII) { return false }
@@ -58,10 +60,15 @@ struct QueryPlanCache {
 
     private static func isASCII(_ s: String) -> Bool { s.utf8.allSatisfy { $0 < 0x80 } }
 
+    /// Not NaN and not negative zero: `==` is then the identity of the number.
+    private static func isPlain(_ d: Double) -> Bool { !d.isNaN && !(d == 0 && d.sign == .minus) }
+
     private static func isCacheable(_ v: Value) -> Bool {
         switch v {
         case .string(let s): return isASCII(s)
         case .json: return false
+        case .double(let d): return isPlain(d)
+        case .date(let d): return isPlain(d.timeIntervalSinceReferenceDate)
         default: return true
         }
     }

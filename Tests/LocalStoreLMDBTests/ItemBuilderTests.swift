@@ -94,6 +94,141 @@ struct ItemBuilderTests {
         }
     }
 
+    /// The schema of ``RecordFilterTests`` without its json column: every intact record is then one the
+    /// one-pass decoder reads (a json value hands a record to the checked decoder).
+    static let plainSchema = TableSchema(
+        name: "Plain",
+        columns: [
+            Column("id", .string), Column("s", .string), Column("i", .integer), Column("d", .double),
+            Column("t", .date), Column("bin", .binary), Column("b", .boolean), Column("after", .boolean),
+        ])
+
+    static func plainRow(_ rng: inout SeededRNG) -> [Value] {
+        var row = RecordFilterTests.randomRow(&rng)
+        if row.count > 7 { row.remove(at: 7) }
+        return row
+    }
+
+    /// Runs `body` with stable pointers to copies of `records`.
+    static func withRecords<R>(_ records: [[UInt8]], _ body: ([UnsafeRawBufferPointer]) throws -> R) rethrows -> R {
+        let copies = records.map { r -> UnsafeMutableRawBufferPointer in
+            let m = UnsafeMutableRawBufferPointer.allocate(byteCount: max(r.count, 1), alignment: 8)
+            m.copyBytes(from: r)
+            return m
+        }
+        defer { for m in copies { m.deallocate() } }
+        return try body(zip(copies, records).map { UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer($0)[0..<$1.count]) })
+    }
+
+    @Test("the items of a page of records share one buffer and equal the items built one by one")
+    func pageOfItems() throws {
+        var rng = SeededRNG(seed: 21)
+        for (schema, withJSON) in [(Self.schema, true), (Self.plainSchema, false)] {
+            let builders = [
+                ItemBuilder(schema: schema),
+                ItemBuilder(try ResolvedQuery(Query(schema.name, select: ["after", "id", "s"]), schema: schema)),
+            ]
+            let records = (0..<40).map { n in
+                RecordCodec.encode(withJSON ? RecordFilterTests.randomRow(&rng) : Self.plainRow(&rng), rowId: UInt64(n))
+            }
+            for builder in builders {
+                let page = try Self.withRecords(records) { raw in try builder.items(count: raw.count) { raw[$0] } }
+                let single = try records.map { r in try r.withUnsafeBytes { try builder.item($0) } }
+                #expect(page == single)
+                #expect(page.allSatisfy { $0.layout === builder.layout })
+                // Changing one item of the page copies its own values: the others keep theirs.
+                var changed = page
+                changed[3]["id"] = .string("changed")
+                #expect(changed[3]["id"] == .string("changed"))
+                #expect(page[3] == single[3])
+                #expect(Array(changed[4...]) == Array(single[4...]) && Array(changed[..<3]) == Array(single[..<3]))
+                // A damaged record in the page: the decoder's error for it.
+                var damaged = records
+                damaged[17] = Array(damaged[17].dropLast())
+                let expected = Result { try damaged[17].withUnsafeBytes { try RecordCodec.decode($0, schema: schema) } }
+                let built = Result { try Self.withRecords(damaged) { raw in try builder.items(count: raw.count) { raw[$0] } } }
+                switch (expected, built) {
+                case (.failure(let a), .failure(let b)): #expect("\(a)" == "\(b)")
+                case (.success, .success): break
+                default: Issue.record("a page with a damaged record and the decoder disagree")
+                }
+            }
+        }
+    }
+
+    /// ``damagedRecords(seed:)`` over a schema without json: the damaged records reach the one-pass
+    /// decoder, which must leave every one it cannot read to the checked decoder.
+    @Test("without json columns: corrupt for the builder exactly when the decoder refuses it", arguments: [3, 4])
+    func damagedPlainRecords(seed: UInt64) throws {
+        var rng = SeededRNG(seed: seed)
+        let schema = Self.plainSchema
+        let queries = [
+            try ResolvedQuery(Query("Plain"), schema: schema),
+            try ResolvedQuery(Query("Plain", select: ["id", "b"]), schema: schema),
+        ]
+        let builders = [ItemBuilder(schema: schema), ItemBuilder(queries[1])]
+        let valid = (0..<20).map { RecordCodec.encode(Self.plainRow(&rng), rowId: RecordFilterTests.rowIds[$0 % RecordFilterTests.rowIds.count]) }
+        func attempt(_ bytes: [UInt8]) {
+            bytes.withUnsafeBytes { raw in
+                let decoded = Result { try RecordCodec.decode(raw, schema: schema) }
+                for (builder, query) in zip(builders, queries) {
+                    let built = Result { try builder.item(raw) }
+                    switch (decoded, built) {
+                    case (.success(let d), .success(let item)):
+                        #expect(item == query.project(d.row))
+                    case (.failure(let a), .failure(let b)):
+                        #expect("\(a)" == "\(b)")
+                    default: Issue.record("decode and builder disagree on \(bytes)")
+                    }
+                }
+            }
+        }
+        for record in valid {
+            for n in 0..<record.count { attempt(Array(record[0..<n])) }
+        }
+        for _ in 0..<5_000 {
+            var r = valid[Int(rng.next() % UInt64(valid.count))]
+            for _ in 0..<(1 + rng.next() % 3) { r[Int(rng.next() % UInt64(r.count))] = UInt8(truncatingIfNeeded: rng.next()) }
+            attempt(r)
+        }
+    }
+
+    @Test("a query read again reuses its plan, and a new catalog generation plans again")
+    func cachedPlans() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ItemBuilderTests-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try LMDBStore(path: dir.path)
+        defer { try? store.close() }
+        try store.defineTable(TableSchema("T", ["p": .integer, "s": .string]))
+        // "é" precomposed and decomposed are equal Swift strings, with different bytes.
+        let texts = ["a", "b", "\u{E9}", "e\u{301}", "x"]
+        try store.upsert((0..<100).map { n in ["id": .string("r\(n)"), "p": .int(Int64(n % 5)), "s": .string(texts[n % 5])] }, into: "T")
+        let byP = Query("T", where: Field("p") == .literal(.int(2)), sort: [SortKey("s")], top: 10)
+        let first = try store.read(byP).items
+        #expect(first.count == 10 && first.allSatisfy { $0["p"] == .int(2) })
+        #expect(try store.read(byP).items == first)
+        #expect(try store.explain(byP) == "full scan")
+        // An index defined later: the next read plans again (new catalog generation), same rows.
+        try store.defineTable(TableSchema("T", ["p": .integer, "s": .string], indexed: ["p"]))
+        #expect(try store.explain(byP) == "index p")
+        #expect(try store.read(byP).items == first)
+        #expect(try store.read(byP).items == first)
+        // Strings equal by canonical equivalence but not by bytes keep their own rows.
+        for (k, text) in texts.enumerated() {
+            let q = Query("T", where: Field("s") == .literal(.string(text)))
+            for _ in 0..<2 {
+                let got = try store.read(q).items
+                #expect(got.count == 20 && got.allSatisfy { $0["p"] == .int(Int64(k)) }, "text \(k)")
+            }
+        }
+        #expect(!QueryPlanCache.isCacheable(Query("T", where: Field("s") == .literal(.string("\u{E9}")))))
+        #expect(!QueryPlanCache.isCacheable(Query("T", where: Field("s") == .literal(.json(["k": "v"])))))
+        #expect(!QueryPlanCache.isCacheable(Query("T", where: Field("p") == .literal(.double(-0.0)))))
+        #expect(!QueryPlanCache.isCacheable(Query("T", where: Field("p") == .literal(.double(.nan)))))
+        #expect(QueryPlanCache.isCacheable(Query("T", where: Field("p") == .literal(.double(0.0)))))
+        #expect(QueryPlanCache.isCacheable(byP))
+    }
+
     @Test("an ordered walk's items equal the rows path's, with skip, top and ties")
     func orderedWalkItemsMatchRows() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ItemBuilderTests-\(UUID().uuidString)")
