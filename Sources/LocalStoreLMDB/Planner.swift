@@ -595,7 +595,7 @@ struct QueryRunner {
     private func items(_ output: Output, wholeRows: ItemBuilder?) throws -> (items: [Item], count: Int) {
         switch output {
         case .rows(let rows, let count):
-            return (ItemProjector(query).items(rows), count)
+            return (ItemProjector(query, wholeRows: wholeRows).items(rows), count)
         case .records(let taken, let count):
             let skip = query.skip
             let end = min(taken.count, query.top.map { skip.addingReportingOverflow($0).overflow ? Int.max : skip + $0 } ?? Int.max)

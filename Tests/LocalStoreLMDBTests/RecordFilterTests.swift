@@ -1,5 +1,5 @@
 import Foundation
-import LocalStore
+@testable import LocalStore
 @testable import LocalStoreLMDB
 import Testing
 
@@ -134,9 +134,39 @@ struct ItemProjectorTests {
                 row += Array(repeating: .null, count: schema.columns.count - row.count)
                 let item = projector.item(row)
                 #expect(item == q.project(row))
+                #expect(item.values == q.project(row).values)
                 #expect(item.count == q.projection.count)
+                #expect(item.layout != nil && item.layout === projector.item(row).layout)
             }
             #expect(projector.items([]).isEmpty)
+        }
+        // A query of every column shares the whole-row builder's layout.
+        let whole = ItemBuilder(schema: schema)
+        let row = RecordFilterTests.randomRow(&rng) + Array(repeating: .null, count: schema.columns.count)
+        let item = ItemProjector(try ResolvedQuery(Query("Filtered"), schema: schema), wholeRows: whole).item(Array(row.prefix(schema.columns.count)))
+        #expect(item.layout === whole.layout)
+    }
+
+    @Test("a range plan's items are row-form items equal to a full scan's")
+    func rangeItemsInRowForm() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ItemProjectorTests-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try LMDBStore(path: dir.path)
+        defer { try? store.close() }
+        try store.defineTable(TableSchema("T", ["p": .integer, "s": .string], indexed: ["p"]))
+        try store.upsert((0..<60).map { n in ["id": .string("r\(n)"), "p": .int(Int64(n % 3)), "s": .string("s\(n)")] }, into: "T")
+        for select in [nil, ["s"], ["s", "id"]] as [[String]?] {
+            let q = Query("T", where: Field("p") == .literal(.int(1)), select: select)
+            #expect(try store.explain(q) == "index p")
+            let got = try store.read(q).items
+            #expect(got.count == 20 && got.allSatisfy { $0.layout != nil && $0.layout === got.first?.layout })
+            // `p + 0 == 1` is not answered by the index: a full scan, whose rows the evaluator projects.
+            let scanned = Query(
+                "T",
+                where: .compare(.arithmetic(.add, .field("p"), .literal(.int(0))), .equal, .literal(.int(1)), caseInsensitive: false),
+                select: select)
+            #expect(try store.explain(scanned) == "full scan")
+            #expect(Set(got) == Set(try store.read(scanned).items))
         }
     }
 }
