@@ -136,7 +136,6 @@ struct ItemProjectorTests {
                 #expect(item == q.project(row))
                 #expect(item.values == q.project(row).values)
                 #expect(item.count == q.projection.count)
-                #expect(item.layout != nil && item.layout === projector.item(row).layout)
             }
             #expect(projector.items([]).isEmpty)
         }
@@ -147,7 +146,7 @@ struct ItemProjectorTests {
         #expect(item.layout === whole.layout)
     }
 
-    @Test("a range plan's items are row-form items equal to a full scan's")
+    @Test("a range plan's items equal a full scan's; of every column, in row form")
     func rangeItemsInRowForm() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ItemProjectorTests-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -159,7 +158,8 @@ struct ItemProjectorTests {
             let q = Query("T", where: Field("p") == .literal(.int(1)), select: select)
             #expect(try store.explain(q) == "index p")
             let got = try store.read(q).items
-            #expect(got.count == 20 && got.allSatisfy { $0.layout != nil && $0.layout === got.first?.layout })
+            #expect(got.count == 20)
+            if select == nil { #expect(got.allSatisfy { $0.layout != nil && $0.layout === got.first?.layout }) }
             // `p + 0 == 1` is not answered by the index: a full scan, whose rows the evaluator projects.
             let scanned = Query(
                 "T",
