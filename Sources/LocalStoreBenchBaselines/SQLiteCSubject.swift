@@ -19,7 +19,7 @@ public final class SQLiteCSubject: BenchSubject {
     /// The SQL the workloads run, prepared once per connection.
     private enum Statement: CaseIterable {
         case begin, commit, rollback, upsert, readById, queryIndexed, queryScan, countComplete, deleteWhere
-        case appendOperation, firstOperation, deleteOperation, deleteErrors, setConfig, readConfig
+        case appendOperation, firstOperation, deleteOperation, deleteErrors, setConfig, updateConfigValue, readConfig
 
         var sql: String {
             switch self {
@@ -63,6 +63,9 @@ public final class SQLiteCSubject: BenchSubject {
                     ON CONFLICT ("id") DO UPDATE SET "id" = excluded."id", "table" = excluded."table", \
                     "key" = excluded."key", "keyType" = excluded."keyType", "value" = excluded."value"
                     """
+            // The sqlite backend's value-only token update (docs/sqlite.md): only `value` changes when the
+            // row exists, so its indexes are not rewritten; the insert runs when no row changed.
+            case .updateConfigValue: return "UPDATE \"MS_TableConfig\" SET \"value\" = ?2 WHERE \"id\" = ?1"
             case .readConfig: return "SELECT \"value\" FROM \"MS_TableConfig\" WHERE \"id\" = ?1"
             }
         }
@@ -331,11 +334,16 @@ public final class SQLiteCSubject: BenchSubject {
 
     public func deltaTokenRoundTrip(_ date: Date, queryId: String) throws -> Date? {
         let id = "deltaToken|TodoItem|\(queryId)"
-        let set = try statement(.setConfig)
-        try withText(id, bind: set, 1) {
-            try withText("TodoItem", bind: set, 2) {
-                try withText(queryId, bind: set, 3) {
-                    try withText(DeltaTokenFormat.string(from: date), bind: set, 4) { try run(set) }
+        let token = DeltaTokenFormat.string(from: date)
+        let update = try statement(.updateConfigValue)
+        try withText(id, bind: update, 1) { try withText(token, bind: update, 2) { try run(update) } }
+        if sqlite3_changes(db) == 0 {
+            let set = try statement(.setConfig)
+            try withText(id, bind: set, 1) {
+                try withText("TodoItem", bind: set, 2) {
+                    try withText(queryId, bind: set, 3) {
+                        try withText(token, bind: set, 4) { try run(set) }
+                    }
                 }
             }
         }
