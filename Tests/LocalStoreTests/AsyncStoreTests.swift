@@ -32,9 +32,11 @@ struct AsyncStoreTests {
         try await store.defineTable(TableSchema("T", ["n": .integer]))
         let release = DispatchSemaphore(value: 0)
         let blockers = ProcessInfo.processInfo.activeProcessorCount * 4
-        // One deadline for every blocker: a starved pool never releases them, so they all time out; a slow
-        // machine (a loaded CI runner, a sanitizer build) only has to run the releaser within a minute.
-        let deadline = DispatchTime.now() + 60
+        // One deadline for every blocker: a pool starved by them never runs the releaser, so they all time
+        // out. It is long because in a whole-suite run other tests' synchronous bodies hold the cooperative
+        // threads (two on two cores) for minutes — a 60 s deadline failed that way at 318 s with the LMDB
+        // delete-walk tests running — while a working store releases them within milliseconds when alone.
+        let deadline = DispatchTime.now() + 900
         let timedOut = try await withThrowingTaskGroup(of: Bool.self) { group in
             for n in 0..<blockers {
                 group.addTask {
