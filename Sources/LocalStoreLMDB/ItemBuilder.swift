@@ -155,7 +155,7 @@ struct ItemBuilder: Sendable {
         let end = record.count
         guard end > 0, p.load(as: UInt8.self) == RecordCodec.version else { return false }
         var i = 1
-        guard ItemBuilder.varint(p, &i, end) != nil, let stored = ItemBuilder.varint(p, &i, end) else { return false }
+        guard SimpleRecordTest.varint(p, &i, end) != nil, let stored = SimpleRecordTest.varint(p, &i, end) else { return false }
         let width = names.count
         return tags.withUnsafeBufferPointer { tags -> Bool in
             guard stored <= UInt64(tags.count) else { return false }
@@ -184,7 +184,7 @@ struct ItemBuilder: Sendable {
                         guard tags[n] == RecordCodec.Tag.false else { return false }
                         value = .bool(tag == RecordCodec.Tag.true)
                     case RecordCodec.Tag.int:
-                        guard tags[n] == RecordCodec.Tag.int, let u = ItemBuilder.varint(p, &i, end) else { return false }
+                        guard tags[n] == RecordCodec.Tag.int, let u = SimpleRecordTest.varint(p, &i, end) else { return false }
                         value = .int(RecordCodec.unzigzag(u))
                     case RecordCodec.Tag.double, RecordCodec.Tag.date:
                         guard tags[n] == tag, end - i >= 8 else { return false }
@@ -197,7 +197,7 @@ struct ItemBuilder: Sendable {
                             value = .double(d)
                         }
                     case RecordCodec.Tag.string:
-                        guard tags[n] == tag, let length = ItemBuilder.varint(p, &i, end), length <= UInt64(end - i) else { return false }
+                        guard tags[n] == tag, let length = SimpleRecordTest.varint(p, &i, end), length <= UInt64(end - i) else { return false }
                         let raw = UnsafeRawBufferPointer(start: p + i, count: Int(length))
                         i += Int(length)
                         if ItemBuilder.isASCII(raw) {
@@ -211,7 +211,7 @@ struct ItemBuilder: Sendable {
                             value = .string(s)
                         }
                     case RecordCodec.Tag.binary:
-                        guard tags[n] == tag, let length = ItemBuilder.varint(p, &i, end), length <= UInt64(end - i) else { return false }
+                        guard tags[n] == tag, let length = SimpleRecordTest.varint(p, &i, end), length <= UInt64(end - i) else { return false }
                         let raw = UnsafeRawBufferPointer(start: p + i, count: Int(length))
                         i += Int(length)
                         if n == idIndex { hasId = true }
@@ -259,23 +259,5 @@ struct ItemBuilder: Sendable {
             i += 1
         }
         return true
-    }
-
-    /// ``ByteReader/varint()`` over `p[i..<end]`: the same value for the same bytes, `nil` where it
-    /// throws.
-    @inline(__always)
-    private static func varint(_ p: UnsafeRawPointer, _ i: inout Int, _ end: Int) -> UInt64? {
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        while i < end {
-            let b = p.load(fromByteOffset: i, as: UInt8.self)
-            i += 1
-            if shift == 63 && b > 1 { return nil }
-            result |= UInt64(b & 0x7F) << shift
-            if b & 0x80 == 0 { return result }
-            shift += 7
-            if shift > 63 { return nil }
-        }
-        return nil
     }
 }

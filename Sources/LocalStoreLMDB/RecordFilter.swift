@@ -493,8 +493,9 @@ struct SimpleRecordTest {
         }
     }
 
-    /// A varint of at most 10 bytes within `end`, or `nil`.
-    @inline(__always) private static func varint(_ base: UnsafeRawPointer, _ i: inout Int, _ end: Int) -> UInt64? {
+    /// A varint of at most 10 bytes within `end`, or `nil`: ``ByteReader/varint()`` over a raw pointer,
+    /// the same value for the same bytes, `nil` where it throws (also used by ``ItemBuilder``).
+    @inline(__always) static func varint(_ base: UnsafeRawPointer, _ i: inout Int, _ end: Int) -> UInt64? {
         // One byte (lengths, counts and small numbers): the common case.
         if i < end {
             let b = base.load(fromByteOffset: i, as: UInt8.self)
