@@ -5,6 +5,19 @@ import Testing
 
 @Suite("LMDB items straight from records")
 struct ItemBuilderTests {
+    /// Calls `attempt` with every prefix of every valid record, then with 5,000 copies of random valid
+    /// records with one to three bytes replaced at random.
+    static func forEachDamaged(_ valid: [[UInt8]], _ rng: inout SeededRNG, _ attempt: ([UInt8]) -> Void) {
+        for record in valid {
+            for n in 0..<record.count { attempt(Array(record[0..<n])) }
+        }
+        for _ in 0..<5_000 {
+            var r = valid[Int(rng.next() % UInt64(valid.count))]
+            for _ in 0..<(1 + rng.next() % 3) { r[Int(rng.next() % UInt64(r.count))] = UInt8(truncatingIfNeeded: rng.next()) }
+            attempt(r)
+        }
+    }
+
     static let schema = RecordFilterTests.schema
 
     static func selections(_ rng: inout SeededRNG) -> [[String]?] {
@@ -84,14 +97,7 @@ struct ItemBuilderTests {
                 }
             }
         }
-        for record in valid {
-            for n in 0..<record.count { attempt(Array(record[0..<n])) }
-        }
-        for _ in 0..<5_000 {
-            var r = valid[Int(rng.next() % UInt64(valid.count))]
-            for _ in 0..<(1 + rng.next() % 3) { r[Int(rng.next() % UInt64(r.count))] = UInt8(truncatingIfNeeded: rng.next()) }
-            attempt(r)
-        }
+        Self.forEachDamaged(valid, &rng, attempt)
     }
 
     /// The schema of ``RecordFilterTests`` without its json column: every intact record is then one the
@@ -183,14 +189,7 @@ struct ItemBuilderTests {
                 }
             }
         }
-        for record in valid {
-            for n in 0..<record.count { attempt(Array(record[0..<n])) }
-        }
-        for _ in 0..<5_000 {
-            var r = valid[Int(rng.next() % UInt64(valid.count))]
-            for _ in 0..<(1 + rng.next() % 3) { r[Int(rng.next() % UInt64(r.count))] = UInt8(truncatingIfNeeded: rng.next()) }
-            attempt(r)
-        }
+        Self.forEachDamaged(valid, &rng, attempt)
     }
 
     @Test("a query read again reuses its plan, and a new catalog generation plans again")
