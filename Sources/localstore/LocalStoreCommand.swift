@@ -135,6 +135,8 @@ struct Bench: ParsableCommand {
         }
         report.computeRatios(baselines: baselines)
         report.environment["durability"] = BackendRegistry.durability
+        report.environment["rounds"] =
+            "read-by-id, query-indexed, query-scan and count: the fastest of \(BenchRunner.readRounds) rounds; other workloads: one"
         try output(report)
     }
 

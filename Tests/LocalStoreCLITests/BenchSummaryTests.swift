@@ -40,6 +40,31 @@ struct BenchSummaryTests {
         init(_ d: String) { description = d }
     }
 
+    /// `LOCALSTORE_BENCH_SAMPLES=DIR` writes every timed call of the reported round, in nanoseconds.
+    @Test func theSamplesOfTheReportedRoundCanBeSaved() throws {
+        let dir = try Scratch()
+        let samples = dir.path("samples")
+        try FileManager.default.createDirectory(atPath: samples, withIntermediateDirectories: true)
+        let r = try CLI.run(
+            ["bench", "--records", "200", "--workloads", "read-by-id,count", "--backends", "memory", "--no-baselines", "--format", "json"],
+            environment: ["LOCALSTORE_BENCH_SAMPLES": samples])
+        #expect(r.status == 0, "\(r.stderr)")
+        let report = try JSONDecoder().decode(BenchReport.self, from: Data(r.stdout.utf8))
+        for result in report.results {
+            let text = try String(contentsOfFile: "\(samples)/memory-\(result.workload).txt", encoding: .utf8)
+            let nanos = text.split(separator: "\n").compactMap { UInt64($0) }
+            #expect(nanos.count == result.ops, "\(result.workload)")
+            // The report's seconds are the sum of these samples.
+            #expect(abs(Double(nanos.reduce(0, +)) / 1e9 - result.seconds) < 1e-9, "\(result.workload)")
+        }
+        // A directory that cannot be written is an error, not a silent loss.
+        let bad = try CLI.run(
+            ["bench", "--records", "200", "--workloads", "count", "--backends", "memory", "--no-baselines"],
+            environment: ["LOCALSTORE_BENCH_SAMPLES": dir.path("missing/dir")])
+        #expect(bad.status != 0)
+        #expect(bad.stderr.contains("LOCALSTORE_BENCH_SAMPLES"), "\(bad.stderr)")
+    }
+
     @Test func aTinyRunPrintsTheSummaryAndWritesTheChart() throws {
         let dir = try Scratch()
         let chart = dir.path("bench.svg")
@@ -73,6 +98,11 @@ struct BenchSummaryTests {
         try Data(r.stdout.utf8).write(to: URL(fileURLWithPath: path))
         let report = try JSONDecoder().decode(BenchReport.self, from: Data(r.stdout.utf8))
         #expect(report.results.count == (Self.backends.count + Self.baselines.count) * Self.workloads.count)
+        // Read-only workloads run three rounds; each result is one round (the fastest), not their sum.
+        #expect(report.environment["rounds"]?.contains("fastest of 3 rounds") == true, "\(report.environment)")
+        for result in report.results {
+            #expect(result.ops == (result.workload == "count" ? 50 : 200), "\(result.backend) \(result.workload): \(result.ops) ops")
+        }
 
         // The summary cells are the report's rates and ratios.
         let table = try CLI.run(["bench", "--report", path])
