@@ -228,9 +228,18 @@ final class MemColumn {
 /// compared under SQLite's NOCASE rule (ASCII case folded; a NUL ends the compared bytes and the lengths
 /// decide), so two ids a SQL backend's `NOCASE` primary key treats as one are one row here too.
 struct MemIdMap {
-    /// `slot + 1`, or 0 for an empty bucket. The count is a power of two (or zero).
-    private var buckets: [UInt32] = []
+    /// Per bucket, 0 when empty, else the low 32 bits of the id's hash (high half) and `slot + 1` (low
+    /// half). The count is a power of two (or zero), below 2^32: a bucket's home is its hash bits & mask.
+    /// A probe compares an id only when the hash bits match (not once per occupied bucket it passes),
+    /// and growing or removing never hashes an id again.
+    private var buckets: [UInt64] = []
     private(set) var count = 0
+
+    @inline(__always) private static func entry(_ slot: Int, hash: Int) -> UInt64 {
+        UInt64(UInt32(truncatingIfNeeded: hash)) << 32 | UInt64(UInt32(slot + 1))
+    }
+
+    @inline(__always) private static func slot(_ entry: UInt64) -> Int { Int(entry & 0xFFFF_FFFF) - 1 }
 
     /// The hash of an id as the id column stores it.
     static func hash(_ column: MemColumn, _ slot: Int) -> Int {
@@ -293,42 +302,46 @@ struct MemIdMap {
     func find(_ id: Value, in column: MemColumn) -> Int? {
         guard !buckets.isEmpty else { return nil }
         let mask = buckets.count - 1
-        var i = Self.hash(id) & mask
+        let bits = UInt64(UInt32(truncatingIfNeeded: Self.hash(id)))
+        var i = Int(bits) & mask
         while true {
             let b = buckets[i]
             if b == 0 { return nil }
-            let slot = Int(b) - 1
-            if Self.equal(column, slot, id) { return slot }
+            if b >> 32 == bits {
+                let slot = Self.slot(b)
+                if Self.equal(column, slot, id) { return slot }
+            }
             i = (i + 1) & mask
         }
     }
 
     /// Adds `slot` (whose id is not in the map yet).
     mutating func insert(_ slot: Int, column: MemColumn) {
-        if (count + 1) * 4 > buckets.count * 3 { rehash(column, capacity: max(16, buckets.count * 2)) }
-        place(slot, column)
+        if (count + 1) * 4 > buckets.count * 3 { rehash(capacity: max(16, buckets.count * 2)) }
+        place(Self.entry(slot, hash: Self.hash(column, slot)))
         count += 1
     }
 
-    private mutating func place(_ slot: Int, _ column: MemColumn) {
+    private mutating func place(_ entry: UInt64) {
         let mask = buckets.count - 1
-        var i = Self.hash(column, slot) & mask
+        var i = Int(entry >> 32) & mask
         while buckets[i] != 0 { i = (i + 1) & mask }
-        buckets[i] = UInt32(slot + 1)
+        buckets[i] = entry
     }
 
-    private mutating func rehash(_ column: MemColumn, capacity: Int) {
+    private mutating func rehash(capacity: Int) {
         let old = buckets
-        buckets = [UInt32](repeating: 0, count: capacity)
-        for b in old where b != 0 { place(Int(b) - 1, column) }
+        buckets = [UInt64](repeating: 0, count: capacity)
+        for b in old where b != 0 { place(b) }
     }
 
     /// Removes `slot` (whose id column still holds its id).
     mutating func remove(_ slot: Int, column: MemColumn) {
         guard !buckets.isEmpty else { return }
         let mask = buckets.count - 1
-        var i = Self.hash(column, slot) & mask
-        while buckets[i] != UInt32(slot + 1) {
+        let entry = Self.entry(slot, hash: Self.hash(column, slot))
+        var i = Int(entry >> 32) & mask
+        while buckets[i] != entry {
             if buckets[i] == 0 { return }
             i = (i + 1) & mask
         }
@@ -338,7 +351,7 @@ struct MemIdMap {
             j = (j + 1) & mask
             let b = buckets[j]
             if b == 0 { break }
-            let home = Self.hash(column, Int(b) - 1) & mask
+            let home = Int(b >> 32) & mask
             // The entry at j may move to i when i lies cyclically in [home, j).
             let movable = i <= j ? (home <= i || home > j) : (home <= i && home > j)
             if movable {
@@ -351,5 +364,5 @@ struct MemIdMap {
     }
 
     /// Heap bytes held, for diagnostics.
-    var heapBytes: Int { buckets.capacity * 4 }
+    var heapBytes: Int { buckets.capacity * 8 }
 }

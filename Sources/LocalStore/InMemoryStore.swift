@@ -21,6 +21,10 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
     private let writer = WriterThread()
     // Guarded by `lock`.
     private var tables: [String: MemTable] = [:]
+    /// The same tables under the spelling their definition first gave (`tables` is keyed by the folded
+    /// name): a caller who spells a name as defined finds its table without folding it. Changed with
+    /// `tables`, under the write lock.
+    private var tablesByDefinedName: [String: MemTable] = [:]
     private var isClosed = false
     /// Committed changes go to the observers through this.
     public let changeCenter = ChangeCenter()
@@ -48,7 +52,9 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
             let withIndexes = TableSchema(
                 name: schema.name,
                 columns: schema.columns.map { Column($0.name, $0.type, indexed: columns.contains($0.name)) })
-            tables[Identifier.fold(schema.name)] = MemTable(schema: withIndexes)
+            let table = MemTable(schema: withIndexes)
+            tables[Identifier.fold(schema.name)] = table
+            tablesByDefinedName[schema.name] = table
         }
     }
 
@@ -67,7 +73,9 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
             if let existing = tables[key] {
                 existing.redefine(try existing.schema.merged(with: schema))
             } else {
-                tables[key] = MemTable(schema: schema)
+                let table = MemTable(schema: schema)
+                tables[key] = table
+                tablesByDefinedName[schema.name] = table
             }
         }
     }
@@ -88,6 +96,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
         lock.withWriteLock {
             isClosed = true
             tables = [:]
+            tablesByDefinedName = [:]
         }
         changeCenter.finish()
     }
@@ -197,6 +206,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
 
     fileprivate func table(_ name: String) throws -> MemTable {
         guard !isClosed else { throw LocalStoreError.closed() }
+        if let t = tablesByDefinedName[name] { return t }
         guard let t = tables[Identifier.fold(name)] else { throw LocalStoreError.unknownTable(name) }
         return t
     }
@@ -217,7 +227,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
         let (t, q) = try resolve(query)
         let selected = t.run(q)
         let builder = ItemBuilder(t, columns: q.projection)
-        return ReadResult(items: selected.slots.map(builder.item), totalCount: q.includeTotalCount ? selected.count : nil)
+        return ReadResult(items: builder.items(selected.slots), totalCount: q.includeTotalCount ? selected.count : nil)
     }
 
     /// The transaction handed to a `write {}` body. Logs how to undo every row change it makes so that a
@@ -408,7 +418,13 @@ final class MemTable {
     @inline(__always) func value(_ slot: Int, _ column: Int) -> Value { columns[column].value(slot) }
 
     /// The row in `slot`, every column.
-    func row(_ slot: Int) -> [Value] { columns.map { $0.value(slot) } }
+    func row(_ slot: Int) -> [Value] {
+        [Value](unsafeUninitializedCapacity: columns.count) { buffer, initialized in
+            guard let base = buffer.baseAddress else { return }
+            for (n, c) in columns.enumerated() { (base + n).initialize(to: c.value(slot)) }
+            initialized = columns.count
+        }
+    }
 
     /// The row in `slot` as an item with every column (in row form under ``layout``).
     func item(_ slot: Int) -> Item {
@@ -1028,38 +1044,22 @@ final class MemTable {
             return select(matched, q, ordered)
         }
         if wanted.partialValue == 0 { return ([], 0) }
-        let keys = q.sort
-        let groupColumns = c.columns.prefix(order.groupComponents).map { columns[$0] }
-        var out: [Int] = []
-        var group: [Int] = []
-        var previous = -1
-        func flush() {
-            if group.count > 1 { group.sort { compare($0, $1, by: keys) < 0 } }
-            out.append(contentsOf: group)
-            group.removeAll(keepingCapacity: true)
-        }
-        func visit(_ slot: Int) -> Bool {
-            if previous >= 0, groupColumns.contains(where: { $0.compare(previous, slot, noCase: false) != 0 }) {
-                flush()
-                if out.count >= wanted.partialValue { return false }
-            }
-            previous = slot
-            if filter.matches(slot) { group.append(slot) }
-            return true
-        }
+        var walk = CompoundWalk(
+            table: self, filter: filter, keys: q.sort, groupColumns: c.columns.prefix(order.groupComponents).map { columns[$0] },
+            wanted: wanted.partialValue)
         if order.descending {
             c.tree.forEach(descendingFrom: end, inclusive: true) { e in
                 if let start, start(e) < 0 { return false }
-                return visit(Int(e))
+                return walk.visit(Int(e))
             }
         } else {
             c.tree.forEach(ascendingFrom: start, inclusive: true) { e in
                 if let end, end(e) > 0 { return false }
-                return visit(Int(e))
+                return walk.visit(Int(e))
             }
         }
-        flush()
-        return (Array(out.dropFirst(q.skip).prefix(top)), out.count)
+        walk.flush()
+        return (Array(walk.out.dropFirst(q.skip).prefix(top)), walk.out.count)
     }
 
     /// Runs `q` over every live row in slot order, testing values in place.
@@ -1096,13 +1096,87 @@ struct ItemBuilder {
         }
     }
 
+    /// The items of the rows in `slots`, in that order. In row form their values share one buffer (each
+    /// item a slice of it: one allocation per result, not one per row).
+    func items(_ slots: [Int]) -> [Item] {
+        guard let layout, !slots.isEmpty, !fields.isEmpty else { return slots.map(item) }
+        let width = fields.count
+        let values = [Value](unsafeUninitializedCapacity: slots.count * width) { buffer, initialized in
+            guard let base = buffer.baseAddress else { return }
+            for slot in slots {
+                for f in fields {
+                    (base + initialized).initialize(to: f.value(slot))
+                    initialized += 1
+                }
+            }
+        }
+        var items: [Item] = []
+        items.reserveCapacity(slots.count)
+        var start = 0
+        for _ in slots {
+            items.append(Item(layout: layout, exactRow: values[start..<(start + width)]))
+            start += width
+        }
+        return items
+    }
+
     /// The item of the row in `slot`.
     func item(_ slot: Int) -> Item {
-        let row = fields.map { $0.value(slot) }
+        let row = [Value](unsafeUninitializedCapacity: fields.count) { buffer, initialized in
+            guard let base = buffer.baseAddress else { return }
+            for (n, f) in fields.enumerated() { (base + n).initialize(to: f.value(slot)) }
+            initialized = fields.count
+        }
         if let layout { return Item(layout: layout, row: row) }
         var values: [String: Value] = Dictionary(minimumCapacity: names.count)
         for (name, value) in zip(names, row) { values[name] = value }
         return Item(values)
+    }
+}
+
+/// The state of an ordered walk of a compound index (``MemTable``'s `runCompound`): the entries come in
+/// the order of the index's first components; each group of equal leading values is put in the query's
+/// full order, and the walk stops once `wanted` rows are out. A struct mutated in place by the walk's
+/// closure (local functions capturing variables made every access a dynamic exclusivity check).
+private struct CompoundWalk {
+    let table: MemTable
+    let filter: SlotFilter
+    let keys: [ResolvedSortKey]
+    let groupColumns: [MemColumn]
+    let wanted: Int
+    var out: [Int] = []
+    var group: [Int] = []
+    var previous = -1
+
+    init(table: MemTable, filter: SlotFilter, keys: [ResolvedSortKey], groupColumns: [MemColumn], wanted: Int) {
+        self.table = table
+        self.filter = filter
+        self.keys = keys
+        self.groupColumns = groupColumns
+        self.wanted = wanted
+        out.reserveCapacity(min(wanted, 1024))
+    }
+
+    /// Ends the current group: a group of two or more is put in the full order.
+    mutating func flush() {
+        if group.count > 1 {
+            let (table, keys) = (self.table, self.keys)
+            group.sort { table.compare($0, $1, by: keys) < 0 }
+        }
+        out.append(contentsOf: group)
+        group.removeAll(keepingCapacity: true)
+    }
+
+    /// Takes the entry `slot`; `false` once enough rows are out.
+    mutating func visit(_ slot: Int) -> Bool {
+        let previous = self.previous
+        if previous >= 0, groupColumns.contains(where: { $0.compare(previous, slot, noCase: false) != 0 }) {
+            flush()
+            if out.count >= wanted { return false }
+        }
+        self.previous = slot
+        if filter.matches(slot) { group.append(slot) }
+        return true
     }
 }
 

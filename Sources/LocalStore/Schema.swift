@@ -158,6 +158,8 @@ public struct TableSchema: Sendable, Hashable, CustomStringConvertible {
     public let indexes: [TableIndex]
     private let exact: [String: Int]
     private let folded: [String: Int]
+    /// The position of the `id` column (``idIndex``), found once: every read by id asks for it.
+    private let idPosition: Int
 
     /// Creates a schema. The result is checked by ``validate(idType:)`` when a store defines it.
     public init(name: String, columns: [Column], indexes: [TableIndex] = []) {
@@ -176,6 +178,7 @@ public struct TableSchema: Sendable, Hashable, CustomStringConvertible {
         }
         self.exact = exact
         self.folded = folded
+        self.idPosition = folded["id"] ?? 0
         // Column names in their defined spelling, so that equal definitions compare equal.
         self.indexes = indexes.map { index in
             var index = index
@@ -223,7 +226,7 @@ public struct TableSchema: Sendable, Hashable, CustomStringConvertible {
     public func column(named name: String) -> Column? { lookup(name).map { columns[$0] } }
 
     /// The position of the `id` column.
-    public var idIndex: Int { folded["id"] ?? 0 }
+    public var idIndex: Int { idPosition }
 
     /// The type of the `id` column (`string` for user tables).
     public var idType: ColumnType { columns[idIndex].type }
