@@ -11,18 +11,7 @@ import Testing
 struct SchemaChangeTests {
     @Test(arguments: Library.available)
     func tablesAndColumnsDefinedByAnotherInstanceAreSeen(_ library: Library) throws {
-        try withTwoInstances(library) { a, b in try tablesAndColumnsAreSeen(a, b) }
-    }
-
-    /// Runs `body` with two stores open on one new file.
-    private func withTwoInstances(_ library: Library, _ body: (SQLiteStore, SQLiteStore) throws -> Void) throws {
-        let dir = try TemporaryDirectory()
-        let path = dir.path("store.sqlite")
-        let a = try library.open(path)
-        defer { try? a.close() }
-        let b = try library.open(path)
-        defer { try? b.close() }
-        try body(a, b)
+        try library.withTwoInstances { a, b in try tablesAndColumnsAreSeen(a, b) }
     }
 
     private func tablesAndColumnsAreSeen(_ a: SQLiteStore, _ b: SQLiteStore) throws {
@@ -55,7 +44,7 @@ struct SchemaChangeTests {
     /// instance defined is readable at once, before any other call reloaded the catalog.
     @Test(arguments: Library.available)
     func aTableDefinedByAnotherInstanceIsReadableByIdAtOnce(_ library: Library) throws {
-        try withTwoInstances(library) { a, b in try tableIsReadableAtOnce(a, b) }
+        try library.withTwoInstances { a, b in try tableIsReadableAtOnce(a, b) }
     }
 
     private func tableIsReadableAtOnce(_ a: SQLiteStore, _ b: SQLiteStore) throws {

@@ -145,32 +145,28 @@ struct SystemShortcutTests {
     /// table and defines a table between this store's calls.
     @Test(arguments: Library.available)
     func configEditedByAnotherConnectionBetweenCalls(_ library: Library) throws {
-        let dir = try TemporaryDirectory()
-        let path = dir.path("store.sqlite")
-        let a = try library.open(path)
-        defer { try? a.close() }
-        let b = try library.open(path)
-        defer { try? b.close() }
-        try a.setDeltaToken(Self.date, table: "T", queryId: "q")
-        #expect(try a.deltaToken(table: "T", queryId: "q") == Self.date)
-        try b.setDeltaToken(Self.date.addingTimeInterval(5), table: "T", queryId: "q")
-        #expect(try a.deltaToken(table: "T", queryId: "q") == Self.date.addingTimeInterval(5))
+        try library.withTwoInstances { a, b in
+            try a.setDeltaToken(Self.date, table: "T", queryId: "q")
+            #expect(try a.deltaToken(table: "T", queryId: "q") == Self.date)
+            try b.setDeltaToken(Self.date.addingTimeInterval(5), table: "T", queryId: "q")
+            #expect(try a.deltaToken(table: "T", queryId: "q") == Self.date.addingTimeInterval(5))
 
-        #expect(try a.appendOperation(table: "T", itemId: "x").id == 1)
-        #expect(try b.appendOperation(table: "T", itemId: "y").id == 2)
-        // b changes the schema (PRAGMA schema_version moves) and the high-water row's other columns.
-        try b.defineTable(TableSchema("T", ["text": .string]))
-        try b.upsert([["id": .string(TableConfigEntry.operationIdHighWaterId), "key": "edited", "value": "40"]], into: Self.config)
-        #expect(try a.appendOperation(table: "T", itemId: "z").id == 41)
-        let row = try #require(try b.read(table: Self.config, id: .string(TableConfigEntry.operationIdHighWaterId)))
-        #expect(row["key"] == "operationIdHighWater")
-        #expect(row["value"] == "41")
-        #expect(try b.operation(after: 2)?.itemId == "z")
-        try b.removeOperation(id: 1)
-        #expect(try a.operation(after: 0)?.id == 2)
-        try a.write { tx in try tx.removeOperation(id: 2) }
-        #expect(try b.operation(after: 0)?.id == 41)
-        #expect(try a.pendingOperationCount() == 1)
+            #expect(try a.appendOperation(table: "T", itemId: "x").id == 1)
+            #expect(try b.appendOperation(table: "T", itemId: "y").id == 2)
+            // b changes the schema (PRAGMA schema_version moves) and the high-water row's other columns.
+            try b.defineTable(TableSchema("T", ["text": .string]))
+            try b.upsert([["id": .string(TableConfigEntry.operationIdHighWaterId), "key": "edited", "value": "40"]], into: Self.config)
+            #expect(try a.appendOperation(table: "T", itemId: "z").id == 41)
+            let row = try #require(try b.read(table: Self.config, id: .string(TableConfigEntry.operationIdHighWaterId)))
+            #expect(row["key"] == "operationIdHighWater")
+            #expect(row["value"] == "41")
+            #expect(try b.operation(after: 2)?.itemId == "z")
+            try b.removeOperation(id: 1)
+            #expect(try a.operation(after: 0)?.id == 2)
+            try a.write { tx in try tx.removeOperation(id: 2) }
+            #expect(try b.operation(after: 0)?.id == 41)
+            #expect(try a.pendingOperationCount() == 1)
+        }
     }
 
     /// A transaction that fails after the shortcuts wrote leaves nothing behind.

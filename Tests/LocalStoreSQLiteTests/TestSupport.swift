@@ -63,3 +63,17 @@ func openDescriptors(for path: String) -> [String] {
         return target.hasPrefix(path) ? target : nil
     }
 }
+
+extension Library {
+    /// Runs `body` with two stores of this library open on one new file (two connections, as two processes
+    /// would have).
+    func withTwoInstances(_ body: (SQLiteStore, SQLiteStore) throws -> Void) throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path("store.sqlite")
+        let a = try open(path)
+        defer { try? a.close() }
+        let b = try open(path)
+        defer { try? b.close() }
+        try body(a, b)
+    }
+}
