@@ -218,7 +218,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
 
     fileprivate func readUnlocked(table name: String, id: Value) throws -> Item? {
         let t = try table(name)
-        try t.schema.checkId(id)
+        try t.checkId(id)
         guard let slot = t.slot(of: id) else { return nil }
         return t.item(slot)
     }
@@ -335,7 +335,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
             try check()
             if ids.isEmpty && store.tables[Identifier.fold(table)] == nil && !store.isClosed { return }
             let t = try store.table(table)
-            for id in ids { try t.schema.checkId(id) }
+            for id in ids { try t.checkId(id) }
             for id in ids {
                 if let slot = t.slot(of: id) { delete(slot, from: t) }
             }
@@ -367,6 +367,10 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
 /// The stored properties opt out of dynamic exclusivity checks for the reason given at ``MemColumn``.
 final class MemTable {
     @exclusivity(unchecked) private(set) var schema: TableSchema
+    /// The id column's position and type: fixed for the table's life (a redefinition only appends
+    /// columns), kept here so a read by id does not copy the schema to ask.
+    let idPosition: Int
+    let idType: ColumnType
     @exclusivity(unchecked) private(set) var columns: [MemColumn]
     /// The names of every column in schema order, shared by the whole-row items of this definition
     /// (``item(_:)``, queries of all columns); `nil` if the names were not distinct.
@@ -390,6 +394,8 @@ final class MemTable {
 
     init(schema: TableSchema) {
         self.schema = schema
+        idPosition = schema.idIndex
+        idType = schema.idType
         columns = schema.columns.map { MemColumn(type: $0.type, count: 0) }
         layout = ItemLayout(names: schema.columns.map(\.name))
         for (n, c) in schema.columns.enumerated() where c.indexed && n != schema.idIndex {
@@ -409,7 +415,15 @@ final class MemTable {
     /// The number of live rows.
     var rowCount: Int { ids.count }
 
-    var idColumn: MemColumn { columns[schema.idIndex] }
+    var idColumn: MemColumn { columns[idPosition] }
+
+    /// ``TableSchema/checkId(_:)``, answered without the schema for an id of the id column's kind.
+    func checkId(_ id: Value) throws {
+        switch (idType, id) {
+        case (.string, .string), (.integer, .int): return
+        default: try schema.checkId(id)
+        }
+    }
 
     /// The slot of the live row with id `id` (of the id column's type).
     func slot(of id: Value) -> Int? { ids.find(id, in: idColumn) }
