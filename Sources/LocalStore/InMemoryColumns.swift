@@ -223,6 +223,22 @@ final class MemColumn {
     }
 }
 
+extension MemColumn {
+    /// Initializes `out[0..<columns.count]` with the values of row `slot` in `columns`, in order.
+    @inline(__always) static func initialize(_ out: UnsafeMutablePointer<Value>, row slot: Int, of columns: [MemColumn]) {
+        for (n, c) in columns.enumerated() { (out + n).initialize(to: c.value(slot)) }
+    }
+
+    /// The values of row `slot` in `columns`, in order, in an array allocated once at its size.
+    static func row(_ slot: Int, of columns: [MemColumn]) -> [Value] {
+        [Value](unsafeUninitializedCapacity: columns.count) { buffer, initialized in
+            guard let base = buffer.baseAddress else { return }
+            initialize(base, row: slot, of: columns)
+            initialized = columns.count
+        }
+    }
+}
+
 /// The slot of every row of a ``MemTable`` by id: an open-addressing hash table (linear probing, deletion by
 /// backward shift) of slot numbers; the ids themselves stay in the id column. String ids are hashed and
 /// compared under SQLite's NOCASE rule (ASCII case folded; a NUL ends the compared bytes and the lengths

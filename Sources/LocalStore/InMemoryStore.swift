@@ -419,10 +419,7 @@ final class MemTable {
 
     /// ``TableSchema/checkId(_:)``, answered without the schema for an id of the id column's kind.
     func checkId(_ id: Value) throws {
-        switch (idType, id) {
-        case (.string, .string), (.integer, .int): return
-        default: try schema.checkId(id)
-        }
+        if !TableSchema.isPlainId(id, ofType: idType) { try schema.checkId(id) }
     }
 
     /// The slot of the live row with id `id` (of the id column's type).
@@ -432,13 +429,7 @@ final class MemTable {
     @inline(__always) func value(_ slot: Int, _ column: Int) -> Value { columns[column].value(slot) }
 
     /// The row in `slot`, every column.
-    func row(_ slot: Int) -> [Value] {
-        [Value](unsafeUninitializedCapacity: columns.count) { buffer, initialized in
-            guard let base = buffer.baseAddress else { return }
-            for (n, c) in columns.enumerated() { (base + n).initialize(to: c.value(slot)) }
-            initialized = columns.count
-        }
-    }
+    func row(_ slot: Int) -> [Value] { MemColumn.row(slot, of: columns) }
 
     /// The row in `slot` as an item with every column (in row form under ``layout``).
     func item(_ slot: Int) -> Item {
@@ -1118,10 +1109,8 @@ struct ItemBuilder {
         let values = [Value](unsafeUninitializedCapacity: slots.count * width) { buffer, initialized in
             guard let base = buffer.baseAddress else { return }
             for slot in slots {
-                for f in fields {
-                    (base + initialized).initialize(to: f.value(slot))
-                    initialized += 1
-                }
+                MemColumn.initialize(base + initialized, row: slot, of: fields)
+                initialized += width
             }
         }
         var items: [Item] = []
@@ -1136,11 +1125,7 @@ struct ItemBuilder {
 
     /// The item of the row in `slot`.
     func item(_ slot: Int) -> Item {
-        let row = [Value](unsafeUninitializedCapacity: fields.count) { buffer, initialized in
-            guard let base = buffer.baseAddress else { return }
-            for (n, f) in fields.enumerated() { (base + n).initialize(to: f.value(slot)) }
-            initialized = fields.count
-        }
+        let row = MemColumn.row(slot, of: fields)
         if let layout { return Item(layout: layout, row: row) }
         var values: [String: Value] = Dictionary(minimumCapacity: names.count)
         for (name, value) in zip(names, row) { values[name] = value }

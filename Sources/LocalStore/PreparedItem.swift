@@ -226,6 +226,16 @@ extension TableSchema {
         }
     }
 
+    /// Whether `id` is plainly an id of a column of type `idType` (a string for a string id, an int for an
+    /// integer one), so ``checkId(_:)`` has nothing to refuse. Backends that keep the id type of a table
+    /// ask this before calling ``checkId(_:)`` (which they need only otherwise, for its error).
+    @inlinable package static func isPlainId(_ id: Value, ofType idType: ColumnType) -> Bool {
+        switch (idType, id) {
+        case (.string, .string), (.integer, .int): return true
+        default: return false
+        }
+    }
+
     /// Checks an id given to a read or delete call: it must have the id column's type.
     public func checkId(_ id: Value) throws {
         guard !id.isNull, columns[idIndex].type.accepts(id), !(idType == .double) else {

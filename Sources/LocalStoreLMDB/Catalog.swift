@@ -294,15 +294,6 @@ final class ReadByIdPlan: Sendable {
         idType = table.schema.idType
     }
 
-    /// Whether `id` is a key of this table's type (`TableSchema.checkId` throws the error otherwise).
-    @inline(__always)
-    private func isIdOfType(_ id: Value) -> Bool {
-        switch (idType, id) {
-        case (.string, .string), (.integer, .int): return true
-        default: return false
-        }
-    }
-
     /// Whether a read of `id` that ``read(_:id:)`` did not find must be looked up through a
     /// ``TxnContext``: the id's key is longer than a stored key's prefix (docs/lmdb.md, "Long keys").
     func needsContext(_ id: Value) -> Bool {
@@ -320,7 +311,7 @@ final class ReadByIdPlan: Sendable {
     /// too long to be looked up directly (then ``needsContext(_:)`` is true). Throws the
     /// `typeMismatch` of `TableSchema.checkId` for an id of another type.
     func read(_ txn: OpaquePointer, id: Value) throws -> Item? {
-        if !isIdOfType(id) { try items.schema.checkId(id) }
+        if !TableSchema.isPlainId(id, ofType: idType) { try items.schema.checkId(id) }
         // The key is built in stack memory (no array per read).
         return try KeyCodec.withIdKey(id) { k in
             guard let k else { return nil }
