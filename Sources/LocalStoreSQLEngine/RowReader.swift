@@ -44,12 +44,18 @@ struct RowReader {
     func row() throws -> [Value] {
         var row: [Value] = []
         row.reserveCapacity(types.count)
+        try append(to: &row)
+        return row
+    }
+
+    /// Appends the current row's values to `values`, one per entry of ``types``; on an error `values`
+    /// may hold some of them.
+    func append(to values: inout [Value]) throws {
         var n: Int32 = 0
         for type in types {
-            row.append(try value(n, type))
+            values.append(try value(n, type))
             n += 1
         }
-        return row
     }
 
     private func text(_ p: UnsafePointer<UInt8>, _ n: Int32) -> String {
@@ -123,6 +129,33 @@ struct ItemShape: Sendable {
     func item(_ reader: RowReader) throws -> Item {
         let row = try reader.row()
         if let layout { return Item(layout: layout, row: row) }
+        return item(row[...])
+    }
+
+    /// The items of the remaining rows of `reader`, appended to `items`. Their values are read into one
+    /// buffer (room for `expectedRows` rows is made first) and each item is a slice of it: one
+    /// allocation per result instead of one per row, and one to free. On an error `items` is unchanged.
+    func appendItems(_ reader: RowReader, to items: inout [Item], expectedRows: Int) throws {
+        let width = types.count
+        var values: [Value] = []
+        values.reserveCapacity(expectedRows * width)
+        var rows = 0
+        while try reader.next() {
+            try reader.append(to: &values)
+            rows += 1
+        }
+        guard rows > 0 else { return }
+        items.reserveCapacity(items.count + rows)
+        var start = 0
+        for _ in 0..<rows {
+            let row = values[start..<(start + width)]
+            items.append(layout.map { Item(layout: $0, exactRow: row) } ?? item(row))
+            start += width
+        }
+    }
+
+    /// The dictionary-form item of `row` (names not distinct: a repeated name keeps its last value).
+    private func item(_ row: ArraySlice<Value>) -> Item {
         var values: [String: Value] = Dictionary(minimumCapacity: names.count)
         for (name, value) in zip(names, row) { values[name] = value }
         return Item(values)

@@ -21,13 +21,14 @@ struct Session {
         columns.map { t.quotedColumns[$0] }.joined(separator: ", ")
     }
 
-    /// The items of every row of `text`, built by `shape` (values by position under a shared layout),
-    /// appended to `items`.
-    private func items(_ text: Fragment, _ shape: ItemShape, into items: inout [Item]) throws {
+    /// The items of every row of `text`, built by `shape` (values by position under a shared layout, in
+    /// one buffer per result), appended to `items`; `top` (when known) is the most rows it returns.
+    private func items(_ text: Fragment, _ shape: ItemShape, top: Int?, into items: inout [Item]) throws {
         try connection.withStatement(text.sql, fallbackOnSizeLimit: true) { s in
             try s.bind(text.arguments)
             let reader = RowReader(s, types: shape.types)
-            while try reader.next() { items.append(try shape.item(reader)) }
+            // Room for a list screen's page up front; larger results grow the buffer as they come.
+            try shape.appendItems(reader, to: &items, expectedRows: min(top ?? 64, 256))
         }
     }
 
@@ -125,7 +126,7 @@ struct Session {
             try compiledOrFallback {
                 var items: [Item] = []
                 if let select = compiled.select {
-                    try self.items(select, compiled.shape, into: &items)
+                    try self.items(select, compiled.shape, top: q.top, into: &items)
                 }
                 var total: Int?
                 if let count = compiled.count {

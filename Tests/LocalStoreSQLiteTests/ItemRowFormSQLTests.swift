@@ -80,6 +80,58 @@ struct ItemRowFormSQLTests {
         #expect(try store.read(table: "T", id: "a") == want)
     }
 
+    @Test("the items of one result share one buffer and stay independent values", arguments: Library.available)
+    func resultItemsShareOneBuffer(_ library: Library) throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path("store.sqlite")
+        let store = try library.open(path)
+        defer { try? store.close() }
+        try store.defineTable(Self.schema)
+        // More rows than the reader makes room for up front (64 rows without a top, at most 256 with one).
+        let written: [Item] = (0..<300).map { n in
+            ["id": .string("r\(1000 + n)"), "s": .string("text \(n) " + String(repeating: "x", count: n % 40)),
+             "i": .int(Int64(n)), "b": .bool(n % 3 == 0)]
+        }
+        try store.upsert(written, into: "T")
+        let columns = ["id", "s", "i", "b"]
+        let all = try store.read(Query("T", sort: [SortKey("id")], select: columns)).items
+        #expect(all == written)
+        let top = try store.read(Query("T", sort: [SortKey("i", .descending)], top: 270, select: columns)).items
+        #expect(top == Array(written.reversed().prefix(270)))
+        let page = try store.read(Query("T", where: Field("i") >= 100, sort: [SortKey("i")], skip: 3, top: 50, select: columns)).items
+        #expect(page == Array(written[103..<153]))
+
+        // Changing one item changes no other, and not the result it came from.
+        var changed = all
+        changed[5]["s"] = "changed"
+        changed[6]["i"] = nil
+        #expect(changed[5]["s"] == "changed")
+        #expect(changed[6]["i"] == nil)
+        #expect(Array(changed[0..<5]) == Array(written[0..<5]))
+        #expect(Array(changed[7...]) == Array(written[7...]))
+        #expect(all == written)
+        // One item kept alone (its slice keeps the buffer) reads the same after the rest is gone.
+        let kept: Item = try {
+            let result = try store.read(Query("T", where: Field("i") < 60, sort: [SortKey("i")], select: columns)).items
+            return result[42]
+        }()
+        #expect(kept == written[42])
+
+        // A projection naming a column twice (in another case too): dictionary items, one key per column.
+        let twice = try store.read(Query("T", where: Field("i") == 7, select: ["s", "S", "i"])).items
+        #expect(twice == [["s": written[7]["s"]!, "i": 7]])
+
+        // A row that cannot be read (text in a json column that is not JSON) fails the whole read: no
+        // partial result, and the store reads as before once the row is repaired.
+        try store.upsert([["id": "r1010", "j": .json(["ok": true])]], into: "T")
+        try runRawSQL(try #require(library.api), path, ["UPDATE T SET j = '{not json' WHERE id = 'r1010'"])
+        #expect(throws: LocalStoreError.self) { try store.read(Query("T", sort: [SortKey("id")])) }
+        let error = try #require(throws: LocalStoreError.self) { try store.read(Query("T", top: 100)) }
+        #expect(error.code == .corrupt)
+        try runRawSQL(try #require(library.api), path, ["UPDATE T SET j = NULL WHERE id = 'r1010'"])
+        #expect(try store.read(Query("T", sort: [SortKey("id")], select: columns)).items == written)
+    }
+
     struct Row: Codable, Equatable {
         var id: String
         var s: String?

@@ -18,7 +18,7 @@ private func todoRows() -> [Item] {
 }
 
 /// Runs SQL on a file through the raw C API (to make files LocalStore did not create).
-private func runRawSQL(_ api: SQLiteAPI, _ path: String, key: String? = nil, _ statements: [String]) throws {
+func runRawSQL(_ api: SQLiteAPI, _ path: String, key: String? = nil, _ statements: [String]) throws {
     var handle: OpaquePointer?
     guard api.open_v2(path, &handle, SQLite.OPEN_READWRITE | SQLite.OPEN_CREATE, nil) == SQLite.OK, let db = handle else {
         throw LocalStoreError(.ioError, "cannot open \(path)")
