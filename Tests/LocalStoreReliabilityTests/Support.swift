@@ -69,7 +69,8 @@ final class TempDirectory: @unchecked Sendable {
     func path(_ component: String) -> String { url.appendingPathComponent(component).path }
 }
 
-/// The helper executable, built next to the test bundle (the test target depends on it).
+/// The helper executable, built next to the test bundle by `swift build --build-tests` (not a dependency of
+/// the test target: that would link its libc interposers into the bundle).
 func helperPath() throws -> String {
     let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
@@ -78,7 +79,8 @@ func helperPath() throws -> String {
         if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         dir = dir.deletingLastPathComponent()
     }
-    throw LocalStoreError(.internal, "localstore-crash-writer is not built next to \(exe)")
+    throw LocalStoreError(
+        .internal, "localstore-crash-writer is not built next to \(exe): build it with `swift build --build-tests` (make test does)")
 }
 
 /// The `LocalStoreError` code `body` throws, `nil` when it does not throw; any other error is an issue.
