@@ -609,11 +609,12 @@ final class MemTable {
         case scan
         /// A compound index: the range `range` of index `index` (of ``compound``), read whole, walked
         /// in order (`order`), or only counted (`countOnly`: the entries are exactly the matches).
-        case compound(index: Int, range: CompoundRange, order: CompoundOrder?, countOnly: Bool, leading: Int)
+        /// `exact`: the range's entries are exactly the matches, so their rows are not tested again.
+        case compound(index: Int, range: CompoundRange, order: CompoundOrder?, countOnly: Bool, leading: Int, exact: Bool)
 
         func description(schema: TableSchema) -> String {
             switch self {
-            case .compound(let n, _, let order, let countOnly, let leading):
+            case .compound(let n, _, let order, let countOnly, let leading, _):
                 let index = n < schema.indexes.count ? schema.indexes[n].description : "?"
                 let kind = countOnly ? "index-only count" : order != nil ? "ordered index" : "index"
                 let total = n < schema.indexes.count ? schema.indexes[n].keys.count : 0
@@ -774,7 +775,9 @@ final class MemTable {
             let single = parts.lazy.compactMap { self.indexRanges($0) }.map { r in r.1.allSatisfy { $0.lower == $0.upper && $0.lowerInclusive } ? 4 : 2 }.max() ?? 0
             if c.score > single {
                 let countOnly = c.exact && q.top == 0
-                return .compound(index: c.index, range: c.range, order: countOnly ? nil : c.order, countOnly: countOnly, leading: c.leading)
+                return .compound(
+                    index: c.index, range: c.range, order: countOnly ? nil : c.order, countOnly: countOnly, leading: c.leading,
+                    exact: c.exact)
             }
         }
         for p in parts {
@@ -1004,17 +1007,17 @@ final class MemTable {
             return (Array(out.dropFirst(q.skip).prefix(top)), out.count)
         case .scan:
             return scan(q, filter, ordered)
-        case .compound(let n, let range, let order, let countOnly, _):
-            return runCompound(q, filter, compound[n], range, order: order, countOnly: countOnly, ordered: ordered)
+        case .compound(let n, let range, let order, let countOnly, _, let exact):
+            return runCompound(q, exact ? nil : filter, compound[n], range, order: order, countOnly: countOnly, ordered: ordered)
         }
     }
 
     /// Runs a compound-index plan: visits the entries of `range` in tree order (reversed for a
     /// descending walk) and counts them, collects their rows, or — walking in the sort's order —
     /// groups them by the first `groupComponents` values, sorts each group by the full order and
-    /// stops once skip + top rows are out.
+    /// stops once skip + top rows are out. `filter` is `nil` when the range holds exactly the matches.
     private func runCompound(
-        _ q: ResolvedQuery, _ filter: SlotFilter, _ c: CompoundIndex, _ range: CompoundRange, order: CompoundOrder?,
+        _ q: ResolvedQuery, _ filter: SlotFilter?, _ c: CompoundIndex, _ range: CompoundRange, order: CompoundOrder?,
         countOnly: Bool, ordered: Bool
     ) -> (slots: [Int], count: Int) {
         // Tree-order bounds: a descending component holds its values in reverse, so its value range
@@ -1043,7 +1046,7 @@ final class MemTable {
             var matched: [Int] = []
             c.tree.forEach(ascendingFrom: start, inclusive: true) { e in
                 if let end, end(e) > 0 { return false }
-                if filter.matches(Int(e)) { matched.append(Int(e)) }
+                if filter?.matches(Int(e)) ?? true { matched.append(Int(e)) }
                 return true
             }
             return select(matched, q, ordered)
@@ -1139,7 +1142,8 @@ struct ItemBuilder {
 /// closure (local functions capturing variables made every access a dynamic exclusivity check).
 private struct CompoundWalk {
     let table: MemTable
-    let filter: SlotFilter
+    /// `nil` when every entry walked is a match.
+    let filter: SlotFilter?
     let keys: [ResolvedSortKey]
     let groupColumns: [MemColumn]
     let wanted: Int
@@ -1147,7 +1151,7 @@ private struct CompoundWalk {
     var group: [Int] = []
     var previous = -1
 
-    init(table: MemTable, filter: SlotFilter, keys: [ResolvedSortKey], groupColumns: [MemColumn], wanted: Int) {
+    init(table: MemTable, filter: SlotFilter?, keys: [ResolvedSortKey], groupColumns: [MemColumn], wanted: Int) {
         self.table = table
         self.filter = filter
         self.keys = keys
@@ -1174,7 +1178,7 @@ private struct CompoundWalk {
             if out.count >= wanted { return false }
         }
         self.previous = slot
-        if filter.matches(slot) { group.append(slot) }
+        if filter?.matches(slot) ?? true { group.append(slot) }
         return true
     }
 }

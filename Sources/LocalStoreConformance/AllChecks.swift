@@ -37,6 +37,7 @@ extension ConformanceSuite {
         ConformanceCheck(name: "compoundIndexDefinition", compoundIndexDefinition),
         ConformanceCheck(name: "compoundIndexQueries", compoundIndexQueries),
         ConformanceCheck(name: "compoundIndexRandomQueries", compoundIndexRandomQueries),
+        ConformanceCheck(name: "compoundIndexLongKeys", compoundIndexLongKeys),
         ConformanceCheck(name: "defineTableInvalidIdentifiers", defineTableInvalidIdentifiers),
         ConformanceCheck(name: "defineTableReservedNames", defineTableReservedNames),
         ConformanceCheck(name: "defineTableColumnLimit", defineTableColumnLimit),

@@ -38,8 +38,10 @@ enum QueryPlan {
     /// One range of a compound index walked in index order (reversed when `descending`), grouped by
     /// its first `groupComponents` components (equalities, then the sort keys it answers); each group
     /// is sorted by the full order and the walk stops once skip + top rows are out. `leading` is the
-    /// number of leading components the query uses.
-    case compoundOrdered(IndexDefinition, KeyRange, descending: Bool, groupComponents: Int, leading: Int)
+    /// number of leading components the query uses. `exact`: the range holds exactly the rows the
+    /// predicate matches (every conjunct is answered by the index, as for ``countEntries``), so the
+    /// rows it reaches are not tested again.
+    case compoundOrdered(IndexDefinition, KeyRange, descending: Bool, groupComponents: Int, leading: Int, exact: Bool)
     /// Ranges of a compound index (`leading` components constrained).
     case compoundRanges(IndexDefinition, [KeyRange], leading: Int)
     /// The query needs only the count and the ranges of the index hold exactly the matching rows:
@@ -60,7 +62,7 @@ enum QueryPlan {
         case .ordered(.primary, _, _): return "ordered primary key"
         case .ordered(.index(let i), _, _): return "ordered index \(i.description(schema: table.schema))"
         case .scan: return "full scan"
-        case .compoundOrdered(let i, _, _, _, let leading):
+        case .compoundOrdered(let i, _, _, _, let leading, _):
             return "ordered index \(i.description(schema: table.schema)) using \(leading) of \(i.components.count) columns"
         case .compoundRanges(let i, _, let leading):
             return "index \(i.description(schema: table.schema)) using \(leading) of \(i.components.count) columns"
@@ -149,7 +151,7 @@ struct QueryPlanner {
         if let (index, c, order) = bestIndex, let order, index.compound != nil || c.equalities > 0 {
             return .compoundOrdered(
                 index, c.ranges[0], descending: order.descending, groupComponents: order.groupComponents,
-                leading: max(c.leading, order.groupComponents))
+                leading: max(c.leading, order.groupComponents), exact: c.exact && c.ranges.count == 1)
         }
         if let best {
             if canOrder, best.ranges.count == 1, best.firstColumnRangeOnly, let first = sortFirst,
@@ -191,7 +193,9 @@ struct QueryPlanner {
             }
             let single = sortFirst.flatMap { orderedSource($0.column) }
             if let (index, m) = bestWalk, m.groupComponents > 1 || single == nil {
-                return .compoundOrdered(index, .all, descending: m.descending, groupComponents: m.groupComponents, leading: m.groupComponents)
+                return .compoundOrdered(
+                    index, .all, descending: m.descending, groupComponents: m.groupComponents, leading: m.groupComponents,
+                    exact: false)
             }
             if let first = sortFirst, let walk = single {
                 return .ordered(walk, .all, descending: first.descending)
@@ -672,8 +676,10 @@ struct QueryRunner {
         case .scan:
             let (rows, count) = try context.withAllRows(table, filter: RecordFilter(query), withLocation: withLocation) { query.select($0) }
             return .rows(rows, count: count)
-        case .compoundOrdered(let index, let range, let descending, let groupComponents, _):
-            return try ordered(.index(index), range, descending: descending, primary: primary, budget: .max, groupComponents: groupComponents)
+        case .compoundOrdered(let index, let range, let descending, let groupComponents, _, let exact):
+            return try ordered(
+                .index(index), range, descending: descending, primary: primary, budget: .max, groupComponents: groupComponents,
+                exact: exact)
                 ?? selected(try rows(.index(index), [range], primary: primary))
         case .compoundRanges(let index, let ranges, _):
             return selected(try rows(.index(index), ranges, primary: primary))
@@ -743,7 +749,7 @@ struct QueryRunner {
             return try count(source, ranges, primary: primary)
         case .scan:
             return try count(.primary, [.all], primary: primary)
-        case .compoundOrdered(let index, let range, _, _, _):
+        case .compoundOrdered(let index, let range, _, _, _, _):
             return try count(.index(index), [range], primary: primary)
         case .compoundRanges(let index, let ranges, _):
             return try count(.index(index), ranges, primary: primary)
@@ -846,9 +852,11 @@ struct QueryRunner {
     /// whose keys are not truncated) is not sorted again. The walk keeps the matching records as
     /// they are stored (``TakenRecord``); only the members of a group of two or more are decoded
     /// here, to be put in order.
-    /// `nil` when the walk visited more than `budget` entries before it was done.
+    /// `nil` when the walk visited more than `budget` entries before it was done. `exact`: every entry of
+    /// `range` is a match (the predicate is not tested).
     private func ordered(
-        _ source: PlanSource, _ range: KeyRange, descending: Bool, primary: MDB_dbi, budget: Int, groupComponents: Int = 1
+        _ source: PlanSource, _ range: KeyRange, descending: Bool, primary: MDB_dbi, budget: Int, groupComponents: Int = 1,
+        exact: Bool = false
     ) throws -> Output? {
         func all() throws -> Output {
             let (rows, count) = try context.withAllRows(table, withLocation: withLocation) { query.select($0) }
@@ -859,8 +867,22 @@ struct QueryRunner {
         if wanted.overflow { return try all() }
         if wanted.partialValue == 0 { return .rows([], count: 0) }
         let limit = wanted.partialValue
-        let filter = RecordFilter(query)
-        let simple = filter.simple
+        // The predicate's test, made when a row must be tested: with `exact`, only for an entry whose key
+        // is truncated (long) or lies outside the range's full-key bounds (as ``countEntries`` does).
+        var filter: (test: RecordFilter, simple: SimpleRecordTest?)? = nil
+        func matches(_ record: UnsafeRawBufferPointer) throws -> Bool {
+            if let filter { return try filter.test.matches(record, filter.simple) }
+            let test = RecordFilter(query)
+            filter = (test, test.simple)
+            return try test.matches(record, test.simple)
+        }
+        let full = (lower: range.lower, upper: range.upper)
+        func answeredByKey(_ key: UnsafeRawBufferPointer) -> Bool {
+            guard exact, key.count <= KeyCodec.prefixLimit else { return false }
+            if let lower = full.lower, lower.count > KeyCodec.prefixLimit, key.lexicographicallyPrecedes(lower) { return false }
+            if let upper = full.upper, upper.count > KeyCodec.prefixLimit, !key.lexicographicallyPrecedes(upper) { return false }
+            return true
+        }
         let sort = query.sort
         let schema = self.schema
         let idIndex = self.idIndex
@@ -919,7 +941,7 @@ struct QueryRunner {
                             inGroup = false
                             if out.count >= limit { break }
                         }
-                        if try filter.matches(value, simple) {
+                        if try matches(value) {
                             out.append(TakenRecord(record: value, key: key))
                             groupStart = out.count
                             if out.count >= limit { break }
@@ -949,12 +971,12 @@ struct QueryRunner {
                     if visited > budget { return nil }
                 }
                 if isPrimary {
-                    if try filter.matches(value, simple) { out.append(TakenRecord(record: value, key: key)) }
+                    if try matches(value) { out.append(TakenRecord(record: value, key: key)) }
                 } else {
                     guard let record = try QueryRunner.record(txn, primary, storedKey: value) else {
                         throw LMDBErrors.corrupt("an index of table '\(schema.name)' names a row that does not exist", table: schema.name)
                     }
-                    if try filter.matches(record, simple) { out.append(TakenRecord(record: record, key: value)) }
+                    if try answeredByKey(key) || matches(record) { out.append(TakenRecord(record: record, key: value)) }
                 }
             }
             try flush()

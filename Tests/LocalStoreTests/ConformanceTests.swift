@@ -59,6 +59,7 @@ struct ConformanceTests {
         "compoundIndexDefinition",
         "compoundIndexQueries",
         "compoundIndexRandomQueries",
+        "compoundIndexLongKeys",
         "defineTableInvalidIdentifiers",
         "defineTableReservedNames",
         "defineTableColumnLimit",
@@ -185,6 +186,7 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func compoundIndexDefinition(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func compoundIndexQueries(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func compoundIndexRandomQueries(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func compoundIndexLongKeys(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func defineTableInvalidIdentifiers(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func defineTableReservedNames(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func defineTableColumnLimit(_ backend: StoreFactory) throws { try runCheck(backend) }

@@ -164,6 +164,55 @@ extension ConformanceSuite {
     }
 }
 
+extension ConformanceSuite {
+    /// Compound-index queries on string keys longer than an index entry may hold whole (names sharing
+    /// their first 600 bytes, differing after them or only in case): an equality or range on the long
+    /// column, with the sort the index answers, returns exactly the reference's rows, as do counts.
+    public static func compoundIndexLongKeys(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(compoundSchema(indexes: [
+                TableIndex(("name", .ascending), ("score", .descending)), TableIndex(("grp", .ascending), ("name", .descending)),
+            ]))
+            let shared = String(repeating: "p", count: 600)
+            let names: [String?] = [shared + "a", shared + "b", shared + "A", shared, shared + "a" + shared, "short", nil]
+            var g = SeededGenerator(seed: 600)
+            let rows: [Reference.Row] = (0..<84).map { i in
+                var row: Reference.Row = [:]
+                row["id"] = .string("L\(i)")
+                row["grp"] = .int(Int64(i % 3))
+                row["score"] = g.next() % 6 == 0 ? .null : .double(Double(g.next() % 5))
+                row["name"] = Value(names[(i / 3) % names.count])
+                row["at"] = .null
+                row["flag"] = .null
+                row["doc"] = .null
+                return row
+            }
+            try store.upsert(rows.map { Item($0) }, into: "Compound")
+            let table = Reference.Table(schema: compoundSchema(), rows: rows)
+            let name = Field("name")
+            var predicates: [QueryPredicate] = []
+            for n in names.compactMap({ $0 }) {
+                let v = QueryExpression.literal(.string(n))
+                predicates += [name == v, name == v && Field("score") >= 2, name > v, name <= v, Field("grp") == 1 && name == v, Field("grp") == 2 && name < v]
+            }
+            let sorts: [[SortKey]] = [[SortKey("score", .descending)], [SortKey("score")], [SortKey("name"), SortKey("score", .descending)], [SortKey("name", .descending)]]
+            for predicate in predicates {
+                let all = try Reference.select(table, where: predicate, sort: [])
+                try expectEqual(try store.count("Compound", where: predicate), all.count, "long keys: count where \(predicate)")
+                for sort in sorts {
+                    for (skip, top) in [(0, 1), (0, 3), (1, 50), (0, nil)] as [(Int, Int?)] {
+                        let expected = try Reference.select(table, where: predicate, sort: sort, skip: skip, top: top)
+                        let result = try store.read(Query("Compound", where: predicate, sort: sort, skip: skip, top: top))
+                        try expectSameIds(
+                            try ids(result.items), PredicateData.rowIds(expected),
+                            "long keys: where \(predicate) sort \(sort.map { "\($0.field)\($0.direction == .descending ? " desc" : "")" }) skip \(skip) top \(String(describing: top))")
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The compound-index table: few distinct values per column (ties), nulls everywhere, ids in two cases.
 func compoundSchema(name: String = "Compound", indexes: [TableIndex] = []) -> TableSchema {
     TableSchema(
