@@ -832,6 +832,12 @@ package final class SQLEngine: @unchecked Sendable {
         try withReader { try $0.queryPlan(query) }.joined(separator: "; ")
     }
 
+    /// SQLite's query plans of the system-table statements (tests: each must search an index or the
+    /// primary key, not scan), by statement kind; empty when the system tables are not the standard ones.
+    package func systemStatementQueryPlans() throws -> [String: [String]] {
+        try withReader { session in try session.systemStatements()?.queryPlans(on: session.connection) ?? [:] }
+    }
+
     /// Runs one read-only SQL statement on a reader connection (see `SQLiteStore.query(sql:arguments:)`).
     package func query(sql: String, arguments: [Value]) throws -> [Item] {
         try withReader { try $0.rawQuery(sql, arguments) }

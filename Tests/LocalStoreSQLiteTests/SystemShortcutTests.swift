@@ -133,6 +133,21 @@ struct SystemShortcutTests {
                 ], into: config)
             try store.setDeltaToken(Self.date, table: "T", queryId: "q")
             #expect(try store.deltaToken(table: "T", queryId: "q") == Self.date)
+            // A longer table name: rows of its pair in every case (removed), rows of names that sort between
+            // its upper- and lower-case spellings but are other tables (kept).
+            try store.upsert(
+                [
+                    ["id": "v1", "table": "TODOITEM", "key": "q2", "keyType": 0, "value": "2020-01-01T00:00:00.000Z"],
+                    ["id": "v2", "table": "todoitem", "key": "q2", "keyType": 0, "value": "2020-01-01T00:00:00.000Z"],
+                    ["id": "v3", "table": "tODOiTEM", "key": "q2", "keyType": 0, "value": "2020-01-01T00:00:00.000Z"],
+                    ["id": "k1", "table": "TodoItems", "key": "q2", "keyType": 0, "value": "2020-01-01T00:00:00.000Z"],
+                    ["id": "k2", "table": "Tags", "key": "q2", "keyType": 0, "value": "2020-01-01T00:00:00.000Z"],
+                    ["id": "k3", "table": "TodoItem", "key": "q3", "keyType": 0, "value": "2020-01-01T00:00:00.000Z"],
+                ], into: config)
+            try store.setDeltaToken(Self.date, table: "TodoItem", queryId: "q2")
+            #expect(try store.deltaToken(table: "todoITEM", queryId: "q2") == Self.date)
+            #expect(try store.read(table: config, id: "v1") == nil)
+            #expect(try store.read(table: config, id: "k2") != nil)
             // A damaged value is the same typed error.
             try store.upsert([["id": .string(mark), "value": "not a number"]], into: config)
             #expect(throws: LocalStoreError.self) { try store.appendOperation(table: "T", itemId: "c") }
@@ -166,6 +181,28 @@ struct SystemShortcutTests {
             try a.write { tx in try tx.removeOperation(id: 2) }
             #expect(try b.operation(after: 0)?.id == 41)
             #expect(try a.pendingOperationCount() == 1)
+        }
+    }
+
+    /// Every system-table statement that looks rows up searches the primary key or an index, except the
+    /// delta-token pair lookup, which scans the (small) config table: its index compares table names as
+    /// bytes and the lookup ignores their case (see `SystemStatements`).
+    @Test(arguments: Library.available)
+    func systemStatementsSearchIndexes(_ library: Library) throws {
+        let dir = try TemporaryDirectory()
+        let store = try library.open(dir.path("store.sqlite"))
+        defer { try? store.close() }
+        let plans = try store.engine.systemStatementQueryPlans()
+        #expect(plans.count == 8, "\(plans)")
+        #expect(plans["deltaTokenRowIds"]?.contains { $0.hasPrefix("SCAN") } == true, "\(plans["deltaTokenRowIds"] ?? [])")
+        for (kind, lines) in plans where kind != "insertOperation" && kind != "deltaTokenRowIds" {
+            if kind == "largestOperationId" {
+                // The last rowid: a backwards walk of the table that stops at its first row.
+                #expect(lines.count == 1 && lines[0].contains("MS_TableOperations"), "\(kind): \(lines)")
+                continue
+            }
+            #expect(lines.contains { $0.hasPrefix("SEARCH") }, "\(kind): \(lines)")
+            #expect(!lines.contains { $0.hasPrefix("SCAN") }, "\(kind): \(lines)")
         }
     }
 
