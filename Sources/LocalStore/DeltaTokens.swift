@@ -95,7 +95,7 @@ extension LocalStoreAccess {
             let shortcuts = tx as? any SystemTableShortcuts
             let pairIds = try shortcuts?.deltaTokenRowIds(table: table, queryId: queryId)
                 ?? tx.read(Query(config, where: tx.deltaTokenPredicate(table: table, queryId: queryId))).items.compactMap(\.id)
-            let others = pairIds.filter { $0.stringValue.map(ASCII.lowercased) != ASCII.lowercased(id) }
+            let others = pairIds.filter { other in other.stringValue.map { ASCII.compareFolded($0, id) != 0 } ?? true }
             if !others.isEmpty { try tx.delete(ids: others, from: config) }
             let entry = TableConfigEntry(
                 id: id, table: table, key: queryId, keyType: TableConfigEntry.deltaTokenKeyType, value: DeltaTokenFormat.string(from: date))

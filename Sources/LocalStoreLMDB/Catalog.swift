@@ -229,9 +229,24 @@ struct Catalog: Sendable {
     /// Bumped by every committed schema change; a cached catalog is valid while it matches.
     var generation: UInt64
     /// By folded table name.
-    var tables: [String: TableDefinition]
+    var tables: [String: TableDefinition] {
+        didSet { byDefinedName = Catalog.byDefinedName(tables) }
+    }
+    /// The same definitions by their defined spelling: a name spelled as defined (the common case) is found
+    /// without folding it (which allocates a string for a name with capitals).
+    private var byDefinedName: [String: TableDefinition]
 
-    func table(_ name: String) -> TableDefinition? { tables[Identifier.fold(name)] }
+    init(generation: UInt64, tables: [String: TableDefinition]) {
+        self.generation = generation
+        self.tables = tables
+        byDefinedName = Catalog.byDefinedName(tables)
+    }
+
+    private static func byDefinedName(_ tables: [String: TableDefinition]) -> [String: TableDefinition] {
+        Dictionary(tables.values.map { ($0.schema.name, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    func table(_ name: String) -> TableDefinition? { byDefinedName[name] ?? tables[Identifier.fold(name)] }
 }
 
 /// Keys of the `meta` database.
