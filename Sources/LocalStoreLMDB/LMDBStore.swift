@@ -399,6 +399,9 @@ final class LMDBTransaction: LocalStoreTransaction {
         set { active.store(newValue, ordering: .releasing) }
     }
 
+    /// The context, after the checks every call of the transaction makes.
+    func checkedContext() throws -> TxnContext { try check() }
+
     private func check() throws -> TxnContext {
         guard isActive else { throw LocalStoreError(.misuse, "a transaction was used after its write {} block ended") }
         guard context.environment.writer.isCurrentThread else {

@@ -1,0 +1,82 @@
+import Foundation
+import LocalStore
+import Testing
+
+@testable import LocalStoreLMDB
+
+/// LMDB's system-table shortcuts (the delta-token pair read from the config table's rows directly, the
+/// rest the generic calls) leave the store as the generic calls leave the in-memory store, which adopts
+/// none: each case runs the same calls on both and compares every row of the three system tables.
+@Suite("LMDB: system-table shortcuts")
+struct LMDBSystemShortcutTests {
+    private static let names = SystemTableNames.default
+    private static let date = Date(timeIntervalSinceReferenceDate: 700_000_000.5)
+
+    private func systemRows(_ store: some LocalStore) throws -> [[String: Value]] {
+        var rows: [[String: Value]] = []
+        for table in [Self.names.operations, Self.names.errors, Self.names.config] {
+            rows += try store.read(Query(table, sort: [SortKey("id")])).items.map { item in
+                item.values.merging(["_table": .string(table)]) { a, _ in a }
+            }
+        }
+        return rows
+    }
+
+    private func sameAsGeneric(_ body: (any LocalStore) throws -> Void) throws {
+        let dir = try TempDirectory()
+        let lmdb = try LMDBStore(path: dir.storePath)
+        defer { try? lmdb.close() }
+        let memory = try InMemoryStore()
+        #expect((lmdb as Any) is any SystemTableReadShortcuts)
+        try body(lmdb)
+        try body(memory)
+        #expect(try systemRows(lmdb) == systemRows(memory))
+    }
+
+    @Test("the operation queue and its high-water mark")
+    func queue() throws {
+        try sameAsGeneric { store in
+            for n in 1...5 { _ = try store.appendOperation(table: "T", itemId: "i\(n)", properties: Array("{\"n\":\(n)}".utf8)) }
+            try store.recordError(TableOperationError(id: "e2", operationId: 2))
+            try store.recordError(TableOperationError(id: "e3", operationId: 3))
+            try store.removeOperation(id: 2)
+            #expect(try store.operation(after: 0)?.id == 1)
+            #expect(try store.operation(after: 1)?.id == 3)
+            try store.write { tx in
+                let head = try #require(try tx.operation(after: 1))
+                try tx.removeOperation(id: head.id)
+                #expect(try tx.operation(after: 1)?.id == 4)
+            }
+            try store.removeOperation(id: 5)
+            #expect(try store.appendOperation(table: "T", itemId: "i6").id == 6)
+            #expect(try store.operationErrors().map(\.id) == [])
+        }
+    }
+
+    @Test("delta tokens next to rows of the same pair written by other code")
+    func deltaTokens() throws {
+        try sameAsGeneric { store in
+            let config = Self.names.config
+            let old = "2020-01-01T00:00:00.000Z"
+            try store.upsert(
+                [
+                    ["id": "legacy", "table": "todoitem", "key": "q", "keyType": 0, "value": .string(old)],
+                    ["id": "caps", "table": "TODOITEM", "key": "q", "keyType": 0, "value": .string(old)],
+                    ["id": "other-key", "table": "TodoItem", "key": "Q", "keyType": 0, "value": .string(old)],
+                    ["id": "other-type", "table": "TodoItem", "key": "q", "keyType": 1, "value": .string(old)],
+                    ["id": "other-table", "table": "TodoItems", "key": "q", "keyType": 0, "value": .string(old)],
+                    ["id": "no-table", "key": "q", "keyType": 0, "value": .string(old)],
+                ], into: config)
+            try store.setDeltaToken(Self.date, table: "TodoItem", queryId: "q")
+            #expect(try store.deltaToken(table: "todoITEM", queryId: "q") == Self.date)
+            #expect(try store.read(table: config, id: "legacy") == nil)
+            #expect(try store.read(table: config, id: "caps") == nil)
+            #expect(try store.read(table: config, id: "other-key") != nil)
+            try store.setDeltaToken(Self.date.addingTimeInterval(1), table: "TODOITEM", queryId: "q")
+            #expect(try store.deltaToken(table: "TodoItem", queryId: "q") == Self.date.addingTimeInterval(1))
+            try store.removeDeltaToken(table: "todoitem", queryId: "q")
+            #expect(try store.deltaToken(table: "TodoItem", queryId: "q") == nil)
+            try store.setDeltaToken(Self.date, table: "TodoItem", queryId: "other")
+        }
+    }
+}
