@@ -94,7 +94,7 @@ extension LocalStoreAccess {
             let id = DeltaTokenKey.rowId(table: table, queryId: queryId)
             let shortcuts = tx as? any SystemTableShortcuts
             let pairIds = try shortcuts?.deltaTokenRowIds(table: table, queryId: queryId)
-                ?? tx.read(Query(config, where: tx.deltaTokenPredicate(table: table, queryId: queryId))).items.compactMap(\.id)
+                ?? tx.genericDeltaTokenRowIds(table: table, queryId: queryId)
             let others = pairIds.filter { other in other.stringValue.map { ASCII.compareFolded($0, id) != 0 } ?? true }
             if !others.isEmpty { try tx.delete(ids: others, from: config) }
             let entry = TableConfigEntry(
@@ -102,7 +102,7 @@ extension LocalStoreAccess {
             if let shortcuts {
                 try shortcuts.storeConfigEntry(entry)
             } else {
-                try tx.upsert([entry.item], into: config, options: .strict)
+                try tx.genericStoreConfigEntry(entry)
             }
         }
     }

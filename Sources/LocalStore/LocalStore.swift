@@ -164,7 +164,7 @@ extension LocalStoreAccess {
             if let shortcuts = tx as? any SystemTableShortcuts {
                 try shortcuts.insertOperation(op)
             } else {
-                try tx.upsert([op.item], into: tx.systemTableNames.operations, options: .strict)
+                try tx.genericInsertOperation(op)
             }
             try recordOperationIdHighWater(next, tx)
             return op
@@ -196,8 +196,7 @@ extension LocalStoreAccess {
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func operation(after id: Int64) throws -> TableOperation? {
         if let shortcuts = self as? any SystemTableReadShortcuts { return try shortcuts.firstOperation(after: id) }
-        return try read(Query(operationTableName, where: Field("id") > .literal(.int(id)), sort: [SortKey("id")], top: 1))
-            .items.first.flatMap(TableOperation.init)
+        return try genericFirstOperation(after: id)
     }
 
     /// The operation with id `id`.
@@ -215,8 +214,7 @@ extension LocalStoreAccess {
     public func removeOperation(id: Int64) throws {
         try write { tx in
             if let shortcuts = tx as? any SystemTableShortcuts { return try shortcuts.removeOperationAndErrors(id: id) }
-            try tx.delete(ids: [.int(id)], from: tx.systemTableNames.operations)
-            try tx.delete(matching: Query(tx.systemTableNames.errors, where: Field("operationId") == .literal(.int(id))))
+            try tx.genericRemoveOperationAndErrors(id: id)
         }
     }
 

@@ -37,7 +37,7 @@ extension LocalStoreAccess {
         if let shortcuts = tx as? any SystemTableShortcuts {
             last = try shortcuts.largestOperationId()
         } else {
-            last = try tx.read(Query(ops, sort: [SortKey("id", .descending)], top: 1)).items.first?["id"]?.intValue
+            last = try tx.genericLargestOperationId()
         }
         let base = max(last ?? 0, try tx.operationIdHighWaterMark())
         guard base < Int64.max else {
@@ -56,7 +56,7 @@ extension LocalStoreAccess {
         if let shortcuts = tx as? any SystemTableShortcuts {
             try shortcuts.storeConfigEntry(entry)
         } else {
-            try tx.upsert([entry.item], into: tx.systemTableNames.config, options: .strict)
+            try tx.genericStoreConfigEntry(entry)
         }
     }
 }

@@ -57,13 +57,56 @@ package struct ConfigRow: Sendable, Hashable {
     }
 }
 
+// The generic calls each shortcut replaces: what the conveniences run when no shortcut is adopted, and
+// what an adopter without a faster path for one of them runs (LMDB).
+extension LocalStoreAccess {
+    /// ``SystemTableReadShortcuts/firstOperation(after:)`` through `read(_:)`.
+    package func genericFirstOperation(after id: Int64) throws -> TableOperation? {
+        try read(Query(systemTableNames.operations, where: Field("id") > .literal(.int(id)), sort: [SortKey("id")], top: 1))
+            .items.first.flatMap(TableOperation.init)
+    }
+
+    /// ``SystemTableReadShortcuts/configRow(id:)`` through `read(table:id:)`.
+    package func genericConfigRow(id: String) throws -> ConfigRow? {
+        guard let item = try read(table: systemTableNames.config, id: .string(id)) else { return nil }
+        return ConfigRow(id: item["id"] ?? .null, value: item["value"] ?? .null)
+    }
+}
+
+extension LocalStoreTransaction {
+    /// ``SystemTableShortcuts/largestOperationId()`` through `read(_:)`.
+    package func genericLargestOperationId() throws -> Int64? {
+        try read(Query(systemTableNames.operations, sort: [SortKey("id", .descending)], top: 1)).items.first?["id"]?.intValue
+    }
+
+    /// ``SystemTableShortcuts/insertOperation(_:)`` through `upsert(_:into:options:)`.
+    package func genericInsertOperation(_ operation: TableOperation) throws {
+        try upsert([operation.item], into: systemTableNames.operations, options: .strict)
+    }
+
+    /// ``SystemTableShortcuts/storeConfigEntry(_:)`` through `upsert(_:into:options:)`.
+    package func genericStoreConfigEntry(_ entry: TableConfigEntry) throws {
+        try upsert([entry.item], into: systemTableNames.config, options: .strict)
+    }
+
+    /// ``SystemTableShortcuts/deltaTokenRowIds(table:queryId:)`` through `read(_:)`.
+    package func genericDeltaTokenRowIds(table: String, queryId: String) throws -> [Value] {
+        try read(Query(systemTableNames.config, where: deltaTokenPredicate(table: table, queryId: queryId))).items.compactMap(\.id)
+    }
+
+    /// ``SystemTableShortcuts/removeOperationAndErrors(id:)`` through `delete(ids:from:)` and `delete(matching:)`.
+    package func genericRemoveOperationAndErrors(id: Int64) throws {
+        try delete(ids: [.int(id)], from: systemTableNames.operations)
+        try delete(matching: Query(systemTableNames.errors, where: Field("operationId") == .literal(.int(id))))
+    }
+}
+
 /// Reading one config row by primary key, for the operation-id high-water mark and delta tokens: through
 /// ``SystemTableReadShortcuts/configRow(id:)`` when the store or transaction offers it, else with
 /// `read(table:id:)`.
 enum ConfigRowReading {
     static func row(_ access: some LocalStoreAccess, id: String) throws -> ConfigRow? {
         if let shortcuts = access as? any SystemTableReadShortcuts { return try shortcuts.configRow(id: id) }
-        guard let item = try access.read(table: access.systemTableNames.config, id: .string(id)) else { return nil }
-        return ConfigRow(id: item["id"] ?? .null, value: item["value"] ?? .null)
+        return try access.genericConfigRow(id: id)
     }
 }

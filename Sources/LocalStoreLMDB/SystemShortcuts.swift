@@ -8,39 +8,17 @@ import LocalStore
 // in place instead of resolving, planning and filtering a `Query` with a case-insensitive test.
 
 extension LMDBStore: SystemTableReadShortcuts {
-    package func firstOperation(after id: Int64) throws -> TableOperation? {
-        try read(Query(systemTableNames.operations, where: Field("id") > .literal(.int(id)), sort: [SortKey("id")], top: 1))
-            .items.first.flatMap(TableOperation.init)
-    }
-
-    package func configRow(id: String) throws -> ConfigRow? {
-        guard let item = try read(table: systemTableNames.config, id: .string(id)) else { return nil }
-        return ConfigRow(id: item["id"] ?? .null, value: item["value"] ?? .null)
-    }
+    package func firstOperation(after id: Int64) throws -> TableOperation? { try genericFirstOperation(after: id) }
+    package func configRow(id: String) throws -> ConfigRow? { try genericConfigRow(id: id) }
 }
 
 extension LMDBTransaction: SystemTableShortcuts {
-    func firstOperation(after id: Int64) throws -> TableOperation? {
-        try read(Query(systemTableNames.operations, where: Field("id") > .literal(.int(id)), sort: [SortKey("id")], top: 1))
-            .items.first.flatMap(TableOperation.init)
-    }
-
-    func configRow(id: String) throws -> ConfigRow? {
-        guard let item = try read(table: systemTableNames.config, id: .string(id)) else { return nil }
-        return ConfigRow(id: item["id"] ?? .null, value: item["value"] ?? .null)
-    }
-
-    func largestOperationId() throws -> Int64? {
-        try read(Query(systemTableNames.operations, sort: [SortKey("id", .descending)], top: 1)).items.first?["id"]?.intValue
-    }
-
-    func insertOperation(_ operation: TableOperation) throws {
-        try upsert([operation.item], into: systemTableNames.operations, options: .strict)
-    }
-
-    func storeConfigEntry(_ entry: TableConfigEntry) throws {
-        try upsert([entry.item], into: systemTableNames.config, options: .strict)
-    }
+    func firstOperation(after id: Int64) throws -> TableOperation? { try genericFirstOperation(after: id) }
+    func configRow(id: String) throws -> ConfigRow? { try genericConfigRow(id: id) }
+    func largestOperationId() throws -> Int64? { try genericLargestOperationId() }
+    func insertOperation(_ operation: TableOperation) throws { try genericInsertOperation(operation) }
+    func storeConfigEntry(_ entry: TableConfigEntry) throws { try genericStoreConfigEntry(entry) }
+    func removeOperationAndErrors(id: Int64) throws { try genericRemoveOperationAndErrors(id: id) }
 
     /// The ids of the rows whose `table` equals `table` ignoring ASCII case, whose `keyType` is 0 and whose
     /// `key` is `queryId`, in id order: what the generic `Query` returns, tested as its record filter tests
@@ -57,10 +35,7 @@ extension LMDBTransaction: SystemTableShortcuts {
             schema.columns[keyColumn].type == .string, schema.columns[keyTypeColumn].type == .integer
         else {
             // A config table of another shape: the generic query answers (or reports it).
-            let p: QueryPredicate = Field("table").equalsIgnoringCase(.literal(.string(table)))
-                && Field("keyType") == .literal(.int(TableConfigEntry.deltaTokenKeyType))
-                && Field("key") == .literal(.string(queryId))
-            return try read(Query(config, where: p)).items.compactMap(\.id)
+            return try genericDeltaTokenRowIds(table: table, queryId: queryId)
         }
         let idIndex = schema.idIndex
         let fields = RecordFields(schema: schema, through: max(tableColumn, keyColumn, keyTypeColumn, idIndex))
@@ -85,10 +60,5 @@ extension LMDBTransaction: SystemTableShortcuts {
             return true
         }
         return ids
-    }
-
-    func removeOperationAndErrors(id: Int64) throws {
-        try delete(ids: [.int(id)], from: systemTableNames.operations)
-        try delete(matching: Query(systemTableNames.errors, where: Field("operationId") == .literal(.int(id))))
     }
 }
