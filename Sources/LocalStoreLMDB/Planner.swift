@@ -13,6 +13,16 @@ struct KeyRange: Hashable {
     var stored: KeyRange {
         KeyRange(lower: lower.map(KeyCodec.storedLower), upper: upper.flatMap(KeyCodec.storedUpper))
     }
+
+    /// Whether the stored key `key`, met walking ``stored``, is whole (not truncated) and within this
+    /// range's full bounds: then it is in this range without its row being read. A truncated key, or one
+    /// outside a bound longer than a stored key, needs its row tested.
+    func holdsWhole(_ key: UnsafeRawBufferPointer) -> Bool {
+        guard key.count <= KeyCodec.prefixLimit else { return false }
+        if let lower, lower.count > KeyCodec.prefixLimit, key.lexicographicallyPrecedes(lower) { return false }
+        if let upper, upper.count > KeyCodec.prefixLimit, !key.lexicographicallyPrecedes(upper) { return false }
+        return true
+    }
 }
 
 /// Where a plan reads: the primary database (ordered by id) or an index.
@@ -700,14 +710,9 @@ struct QueryRunner {
         let schema = self.schema
         for r in ranges {
             let s = r.stored
-            let lower = r.lower
-            let upper = r.upper
             try context.walkRaw(dbi, lower: s.lower, upper: s.upper, descending: false) { key, value in
                 if dedup && !seen.insert(Array(value)).inserted { return true }
-                var inside = key.count <= KeyCodec.prefixLimit
-                if inside, let lower, lower.count > KeyCodec.prefixLimit, key.lexicographicallyPrecedes(lower) { inside = false }
-                if inside, let upper, upper.count > KeyCodec.prefixLimit, !key.lexicographicallyPrecedes(upper) { inside = false }
-                if inside {
+                if r.holdsWhole(key) {
                     n += 1
                 } else if try row(storedKey: value, primary: primary, { record -> [Value]? in
                     let row = try RecordCodec.decode(record, schema: schema).row
@@ -876,13 +881,7 @@ struct QueryRunner {
             filter = (test, test.simple)
             return try test.matches(record, test.simple)
         }
-        let full = (lower: range.lower, upper: range.upper)
-        func answeredByKey(_ key: UnsafeRawBufferPointer) -> Bool {
-            guard exact, key.count <= KeyCodec.prefixLimit else { return false }
-            if let lower = full.lower, lower.count > KeyCodec.prefixLimit, key.lexicographicallyPrecedes(lower) { return false }
-            if let upper = full.upper, upper.count > KeyCodec.prefixLimit, !key.lexicographicallyPrecedes(upper) { return false }
-            return true
-        }
+        func answeredByKey(_ key: UnsafeRawBufferPointer) -> Bool { exact && range.holdsWhole(key) }
         let sort = query.sort
         let schema = self.schema
         let idIndex = self.idIndex
