@@ -187,6 +187,17 @@ final class Connection {
         }
     }
 
+    /// The `detail` lines of SQLite's `EXPLAIN QUERY PLAN` for `sql` bound to `arguments` (the detail is the
+    /// fourth column both before SQLite 3.24 — selectid, order, from, detail — and after).
+    func queryPlan(_ sql: String, arguments: [Value] = []) throws -> [String] {
+        try withStatement("EXPLAIN QUERY PLAN " + sql, fallbackOnSizeLimit: true) { s in
+            try s.bind(arguments)
+            var lines: [String] = []
+            while try s.step() { lines.append(s.text(3)) }
+            return lines
+        }
+    }
+
     /// Runs `body` with a prepared statement for `sql`, taken from the cache (or prepared) and
     /// returned to it (reset, bindings cleared) afterwards.
     /// With `fallbackOnSizeLimit`, a statement SQLite refuses for its size (see

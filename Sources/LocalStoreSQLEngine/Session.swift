@@ -157,10 +157,7 @@ struct Session {
         } catch is NeedsFallback {
             return ["evaluated in Swift over every row"]
         }
-        var lines: [String] = []
-        // The detail is the fourth column both before SQLite 3.24 (selectid, order, from, detail) and after.
-        try rows(Fragment(sql: "EXPLAIN QUERY PLAN " + text.sql, arguments: text.arguments)) { s in lines.append(s.text(3)) }
-        return lines
+        return try connection.queryPlan(text.sql, arguments: text.arguments)
     }
 
     // MARK: Writes (inside a write transaction)

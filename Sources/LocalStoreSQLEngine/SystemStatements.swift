@@ -94,13 +94,7 @@ final class SystemStatements {
     /// SQLite's query plan (`EXPLAIN QUERY PLAN` detail lines) of each statement, by kind name.
     func queryPlans(on connection: Connection) throws -> [String: [String]] {
         var plans: [String: [String]] = [:]
-        for kind in Kind.allCases {
-            var lines: [String] = []
-            try connection.withStatement("EXPLAIN QUERY PLAN " + sql[kind.rawValue]) { s in
-                while try s.step() { lines.append(s.text(3)) }
-            }
-            plans["\(kind)"] = lines
-        }
+        for kind in Kind.allCases { plans["\(kind)"] = try connection.queryPlan(sql[kind.rawValue]) }
         return plans
     }
 
