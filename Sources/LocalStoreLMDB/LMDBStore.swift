@@ -157,7 +157,7 @@ public final class LMDBStore: LocalStore {
         changeCenter.finish()
     }
 
-    private func checkOpen() throws {
+    func checkOpen() throws {
         try environment.writer.check()
         if isClosed.load(ordering: .acquiring) { throw LocalStoreError.closed() }
     }

@@ -4,21 +4,48 @@ import LocalStore
 // Where LMDB has nothing faster than the generic call, the shortcut runs exactly that call: adopting
 // still spares every typed convenience (append, remove, the high-water mark, delta tokens) a failed
 // dynamic cast to these protocols, about 3,300 instructions each (callgrind; a successful one costs about
-// 1,300). The delta-token pair lookup is the one with a faster path: it tests the config table's records
-// in place instead of resolving, planning and filtering a `Query` with a case-insensitive test.
+// 1,300). The faster paths read the system tables with a cursor instead of resolving, planning and
+// running a `Query`: the queue's head and tail are the first record after a key and the last record of
+// the operations table (whose primary key is the id in numeric order), a push's errors are looked for in
+// the errors table's `operationId` index before a delete is planned, and the delta-token pair lookup tests
+// the config table's records in place. Each falls back to the generic call when a system table does not
+// have the shape it relies on, and answers what the generic call answers (`LMDBSystemShortcutTests`).
 
 extension LMDBStore: SystemTableReadShortcuts {
-    package func firstOperation(after id: Int64) throws -> TableOperation? { try genericFirstOperation(after: id) }
+    package func firstOperation(after id: Int64) throws -> TableOperation? {
+        try checkOpen()
+        let names = systemTableNames
+        let found = try environment.read(tracker: changeTracker) { try $0.queueEdge(names.operations, after: id) }
+        guard let found else { return try genericFirstOperation(after: id) }
+        return found.operation
+    }
     package func configRow(id: String) throws -> ConfigRow? { try genericConfigRow(id: id) }
 }
 
 extension LMDBTransaction: SystemTableShortcuts {
-    func firstOperation(after id: Int64) throws -> TableOperation? { try genericFirstOperation(after: id) }
+    func firstOperation(after id: Int64) throws -> TableOperation? {
+        guard let found = try checkedContext().queueEdge(systemTableNames.operations, after: id) else {
+            return try genericFirstOperation(after: id)
+        }
+        return found.operation
+    }
     func configRow(id: String) throws -> ConfigRow? { try genericConfigRow(id: id) }
-    func largestOperationId() throws -> Int64? { try genericLargestOperationId() }
+    func largestOperationId() throws -> Int64? {
+        guard let found = try checkedContext().queueEdge(systemTableNames.operations, after: nil) else {
+            return try genericLargestOperationId()
+        }
+        return found.id
+    }
     func insertOperation(_ operation: TableOperation) throws { try genericInsertOperation(operation) }
     func storeConfigEntry(_ entry: TableConfigEntry) throws { try genericStoreConfigEntry(entry) }
-    func removeOperationAndErrors(id: Int64) throws { try genericRemoveOperationAndErrors(id: id) }
+
+    /// Deletes the operation, then its errors — but a push that left none (the common case) is answered
+    /// by an empty range of the errors table's `operationId` index, without planning a delete.
+    func removeOperationAndErrors(id: Int64) throws {
+        try delete(ids: [.int(id)], from: systemTableNames.operations)
+        if try checkedContext().hasNoOperationErrors(systemTableNames.errors, operationId: id) == true { return }
+        try delete(matching: Query(systemTableNames.errors, where: Field("operationId") == .literal(.int(id))))
+    }
 
     /// The ids of the rows whose `table` equals `table` ignoring ASCII case, whose `keyType` is 0 and whose
     /// `key` is `queryId`, in id order: what the generic `Query` returns, tested as its record filter tests
@@ -60,5 +87,67 @@ extension LMDBTransaction: SystemTableShortcuts {
             return true
         }
         return ids
+    }
+}
+
+/// The queue's first operation after an id, or its last one: the decoded row of the operations table,
+/// or none.
+struct QueueEdge {
+    var row: [Value]?
+    var schema: TableSchema
+
+    /// The row's id (an integer: ``TxnContext/queueEdge(_:after:)`` checked it).
+    var id: Int64? { row.flatMap { $0[schema.idIndex].intValue } }
+
+    /// The row as a typed operation, read as from the generic query's item.
+    var operation: TableOperation? {
+        guard let row else { return nil }
+        var values: [String: Value] = Dictionary(minimumCapacity: schema.columns.count)
+        for (n, c) in schema.columns.enumerated() { values[c.name] = row[n] }
+        return TableOperation(Item(values))
+    }
+}
+
+extension TxnContext {
+    /// With `after`, the operation with the smallest id greater than `after` (the generic
+    /// `id > after`, sorted by id, top 1); without, the operation with the largest id. Read with one
+    /// cursor over the operations table's primary database, whose keys are the integer ids in numeric
+    /// order; the record is decoded (and checked) as a query's would be. `nil` when the table is not
+    /// there or its id column is not an integer, or when a record's id does not agree with its key:
+    /// the caller then runs the generic query (which answers, or reports, the same way).
+    func queueEdge(_ operations: String, after: Int64?) throws -> QueueEdge? {
+        guard let t = catalog.table(operations) else { return nil }
+        let schema = t.schema
+        let idIndex = schema.idIndex
+        guard schema.columns[idIndex].type == .integer else { return nil }
+        var lower: [UInt8]? = nil
+        if let after {
+            guard after < Int64.max else { return QueueEdge(row: nil, schema: schema) }
+            lower = KeyCodec.idKey(.int(after + 1))
+        }
+        var row: [Value]?
+        try walkRaw(try handle(t.database), lower: lower, upper: nil, descending: after == nil) { _, record in
+            row = try RecordCodec.decode(record, schema: schema, idIndex: idIndex).row
+            return false
+        }
+        guard let row else { return QueueEdge(row: nil, schema: schema) }
+        guard case .int(let id) = row[idIndex], after.map({ id > $0 }) ?? true else { return nil }
+        return QueueEdge(row: row, schema: schema)
+    }
+
+    /// Whether the errors table has no row whose `operationId` is `operationId`, answered from the
+    /// entries of an index led by `operationId` (as the system table's is): `true` when its range for
+    /// the value is empty, `false` when it is not, `nil` when there is no such table, column or index
+    /// (the caller then deletes through the generic query).
+    func hasNoOperationErrors(_ errors: String, operationId: Int64) throws -> Bool? {
+        guard let t = catalog.table(errors), let column = t.schema.index(ofColumn: "operationId"),
+            t.schema.columns[column].type == .integer,
+            let index = t.indexes.first(where: {
+                $0.components.first.map { $0.column == column && !$0.noCase && !$0.descending } ?? false
+            })
+        else { return nil }
+        var lower: [UInt8] = []
+        KeyCodec.appendComponent(.int(operationId), into: &lower)
+        return try countKeys(try handle(index.database), lower: lower, upper: KeyCodec.successor(lower), limit: 1) == 0
     }
 }

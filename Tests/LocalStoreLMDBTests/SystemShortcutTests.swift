@@ -4,9 +4,10 @@ import Testing
 
 @testable import LocalStoreLMDB
 
-/// LMDB's system-table shortcuts (the delta-token pair read from the config table's rows directly, the
-/// rest the generic calls) leave the store as the generic calls leave the in-memory store, which adopts
-/// none: each case runs the same calls on both and compares every row of the three system tables.
+/// LMDB's system-table shortcuts (the queue's head and tail read with a cursor, a push's errors looked
+/// for in their index, the delta-token pair read from the config table's rows directly, the rest the
+/// generic calls) leave the store as the generic calls leave the in-memory store, which adopts none: each
+/// case runs the same calls on both and compares every row of the three system tables.
 @Suite("LMDB: system-table shortcuts")
 struct LMDBSystemShortcutTests {
     private static let names = SystemTableNames.default
@@ -77,6 +78,46 @@ struct LMDBSystemShortcutTests {
             try store.removeDeltaToken(table: "todoitem", queryId: "q")
             #expect(try store.deltaToken(table: "TodoItem", queryId: "q") == nil)
             try store.setDeltaToken(Self.date, table: "TodoItem", queryId: "other")
+        }
+    }
+
+    @Test("the queue's head and tail at the ends of the id range, against the generic queries")
+    func queueEdges() throws {
+        let dir = try TempDirectory()
+        let store = try LMDBStore(path: dir.storePath)
+        defer { try? store.close() }
+        let probes: [Int64] = [.min, -7, -6, -5, -1, 0, 6, 7, 8, .max - 1, .max]
+        func check(_ label: String) throws {
+            for after in probes {
+                let generic = try store.genericFirstOperation(after: after)
+                #expect(try store.firstOperation(after: after) == generic, "store, after \(after), \(label)")
+                try store.write { tx in
+                    let shortcut = try #require(tx as? LMDBTransaction)
+                    #expect(try shortcut.firstOperation(after: after) == generic, "transaction, after \(after), \(label)")
+                    // The cursor path itself answers (not the generic fallback it has for odd tables).
+                    let edge = try #require(try shortcut.checkedContext().queueEdge(Self.names.operations, after: after))
+                    #expect(edge.operation == generic, "cursor, after \(after), \(label)")
+                }
+            }
+            try store.write { tx in
+                let shortcut = try #require(tx as? LMDBTransaction)
+                #expect(try shortcut.largestOperationId() == tx.genericLargestOperationId(), "\(label)")
+                let edge = try #require(try shortcut.checkedContext().queueEdge(Self.names.operations, after: nil))
+                #expect(try edge.id == tx.genericLargestOperationId(), "cursor, last, \(label)")
+                #expect(try shortcut.checkedContext().hasNoOperationErrors(Self.names.errors, operationId: 1) == true)
+            }
+        }
+        try check("empty queue")
+        for id: Int64 in [7, -6, 0, .max, .min] {
+            try store.upsert([TableOperation(id: id, table: "T", itemId: "i\(id)", properties: [1, 2]).item], into: Self.names.operations)
+            try check("after adding \(id)")
+        }
+        #expect(try store.operation(after: .min)?.id == -6)
+        #expect(try store.operation(after: 7)?.id == .max)
+        #expect(try store.operation(after: .max) == nil)
+        try store.write { tx in
+            let shortcut = try #require(tx as? LMDBTransaction)
+            #expect(try shortcut.largestOperationId() == .max)
         }
     }
 }
