@@ -899,6 +899,13 @@ struct QueryRunner {
             dbi = try context.handle(i.database)
             index = i
         }
+        if isPrimary {
+            switch try orderedWholeIds(dbi, s, descending: descending, budget: budget, limit: limit) {
+            case .taken(let out): return .records(out, count: out.count)
+            case .overBudget: return nil
+            case .longKey: break  // the walk below groups truncated keys
+            }
+        }
         let txn = try context.activeTxn()
         // The descending flags of the components that form a group (index walks).
         let groupFlags = index.map { Array($0.components.prefix(groupComponents).map(\.descending)) } ?? []
@@ -983,6 +990,42 @@ struct QueryRunner {
         }
         guard let out = walked else { return nil }
         return .records(out, count: out.count)
+    }
+
+    /// What ``orderedWholeIds(_:_:descending:budget:limit:)`` found.
+    private enum WholeIdWalk {
+        /// The rows the walk takes, in order.
+        case taken([TakenRecord])
+        /// More than `budget` entries were visited: the caller gives up the walk, as ``ordered`` does.
+        case overBudget
+        /// A truncated (long) key was met: the grouping walk of ``ordered`` must run instead.
+        case longKey
+    }
+
+    /// The primary-key walk of ``ordered`` while every key is a whole id, so every row is a group of its
+    /// own, already in order: each matching row is taken as it comes until `limit` are out. A loop of
+    /// its own, with its state in locals and the predicate's test made once before it (the grouping
+    /// walk's nested functions capture its state, which costs exclusivity checks on every entry).
+    private func orderedWholeIds(
+        _ dbi: MDB_dbi, _ s: KeyRange, descending: Bool, budget: Int, limit: Int
+    ) throws -> WholeIdWalk {
+        let test = RecordFilter(query)
+        let simple = test.simple
+        return try context.withRange(dbi, lower: s.lower, upper: s.upper, descending: descending) { cursor in
+            var out: [TakenRecord] = []
+            out.reserveCapacity(min(limit, 1024))
+            var visited = 0
+            while let (key, value) = try cursor.next() {
+                visited += 1
+                if visited > budget { return .overBudget }
+                if key.count > KeyCodec.prefixLimit { return .longKey }
+                if try test.matches(value, simple) {
+                    out.append(TakenRecord(record: value, key: key))
+                    if out.count >= limit { break }
+                }
+            }
+            return .taken(out)
+        }
     }
 
     /// The record stored in `primary` under `storedKey` (its bytes are valid until the transaction
