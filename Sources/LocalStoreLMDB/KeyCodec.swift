@@ -144,6 +144,24 @@ enum KeyCodec {
         }
     }
 
+    /// Whether `a` and `b` certainly have the same index-component bytes in every encoding (ascending,
+    /// descending, NOCASE): the same case and the same bits — strings compared by their UTF-8 bytes
+    /// (`==` on `String` would call canonically equivalent spellings equal), doubles and dates by their
+    /// bit patterns. `false` whenever that is not certain (then the keys are built and compared).
+    @inline(__always) static func encodesAlike(_ a: Value, _ b: Value) -> Bool {
+        switch (a, b) {
+        case (.null, .null): return true
+        case (.bool(let x), .bool(let y)): return x == y
+        case (.int(let x), .int(let y)): return x == y
+        case (.double(let x), .double(let y)): return x.bitPattern == y.bitPattern
+        case (.date(let x), .date(let y)):
+            return x.timeIntervalSinceReferenceDate.bitPattern == y.timeIntervalSinceReferenceDate.bitPattern
+        case (.string(let x), .string(let y)): return x.utf8.elementsEqual(y.utf8)
+        case (.binary(let x), .binary(let y)): return x == y
+        default: return false
+        }
+    }
+
     /// Appends a component for a descending index key: the ascending encoding with every byte
     /// complemented. The encodings are prefix-free, so complementing reverses their order exactly
     /// (nulls, first ascending, come last) and keeps them prefix-free.

@@ -558,6 +558,9 @@ final class TxnContext {
                 let old = found.row
                 p.merge(into: &found.row)
                 for (index, dbi) in indexes {
+                    // An update that leaves the index's columns as they were (a config row's value, an
+                    // item's text) keeps its entry: the keys are not built to be compared.
+                    if index.components.allSatisfy({ KeyCodec.encodesAlike(old[$0.column], found.row[$0.column]) }) { continue }
                     let oldKey = TxnContext.indexKey(index, t.schema, row: old, rowId: found.rowId)
                     let newKey = TxnContext.indexKey(index, t.schema, row: found.row, rowId: found.rowId)
                     if oldKey != newKey {
