@@ -4,6 +4,9 @@ SWIFT ?= swift
 APT_PACKAGES := libsqlite3-dev libsqlcipher-dev liblmdb-dev pkg-config
 SUDO := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
 BENCH_ARGS ?=
+# Each backend runs in this many child processes, in turns; per workload the median run is reported
+# (docs/benchmarks.md, "One run, three processes per backend").
+BENCH_PROCESSES ?= 3
 # Reliability (docs/reliability.md): extra `swift build`/`swift test` flags (e.g. --scratch-path .build-rel),
 # the stress sizes, and the fuzzer's arguments (localstore-fuzz --queries N --records N --odata N --seed S).
 RELIABILITY_FLAGS ?=
@@ -37,7 +40,7 @@ test: deps
 # summary. The chart: make bench BENCH_ARGS="--chart docs/benchmarks.svg" (docs/benchmarks.md, "Reproduce").
 bench: deps
 	$(SWIFT) build -c release --product localstore
-	$$($(SWIFT) build -c release --show-bin-path)/localstore bench $(BENCH_ARGS)
+	$$($(SWIFT) build -c release --show-bin-path)/localstore bench --processes $(BENCH_PROCESSES) $(BENCH_ARGS)
 
 # The long reliability run: 500 SIGKILLs per persistent backend (a fresh store every 100), 8 threads x
 # 5000 operations, 2 processes x 2000 transactions, every hostile-input case, 1,200 simulated power-loss

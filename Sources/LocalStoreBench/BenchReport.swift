@@ -14,6 +14,42 @@ extension BenchReport {
         }
     }
 
+    /// Several runs of the same benchmark (one report per run, each backend in its own process) made
+    /// one: for every backend and workload, the run with the median throughput, whole (its seconds,
+    /// p50 and p99 are that run's; of an even number of runs, the slower of the two middle ones); per
+    /// backend, the footprint with the median peak memory. A single process draws a speed for its whole
+    /// life on a shared machine (where its pages land, what runs beside it), so one process per
+    /// backend can put a backend and its baseline on different speeds; the median over processes, run
+    /// interleaved, does not depend on one draw. Rows keep the order of their first appearance; ratios
+    /// are left to ``computeRatios(baselines:)``; `environment` and `records` are the first run's.
+    public static func median(of runs: [BenchReport]) -> BenchReport {
+        guard let first = runs.first else { return BenchReport(records: 0, environment: [:], results: [], footprints: []) }
+        var order: [String] = []
+        var samples: [String: [BenchResult]] = [:]
+        for run in runs {
+            for r in run.results {
+                let key = r.backend + "|" + r.workload
+                if samples[key] == nil { order.append(key) }
+                samples[key, default: []].append(r)
+            }
+        }
+        func middle<T>(_ values: [T], by rank: (T) -> Double) -> T {
+            values.sorted { rank($0) < rank($1) }[(values.count - 1) / 2]
+        }
+        let results = order.compactMap { key in samples[key].map { middle($0, by: \.opsPerSecond) } }
+        var backends: [String] = []
+        var footprints: [String: [BenchFootprint]] = [:]
+        for run in runs {
+            for f in run.footprints {
+                if footprints[f.backend] == nil { backends.append(f.backend) }
+                footprints[f.backend, default: []].append(f)
+            }
+        }
+        return BenchReport(
+            records: first.records, environment: first.environment, results: results,
+            footprints: backends.compactMap { b in footprints[b].map { middle($0, by: { Double($0.peakMemoryBytes) }) } })
+    }
+
     /// One per-operation target of issue 14: `backend ÷ reference` throughput on `workload` of at least
     /// `minimum`, and what this run measured (`nil` when either side did not run the workload).
     public struct Target: Sendable, Hashable {

@@ -101,6 +101,18 @@ public struct BenchFootprint: Sendable, Codable, Hashable {
     /// The raw data of the loaded rows, per row: UTF-8 bytes of strings, 8 per integer and date, 1 per
     /// boolean.
     public var payloadBytesPerRow: Double?
+
+    /// Creates a footprint (reports are made by ``BenchRunner``; this is for combining and testing them).
+    public init(
+        backend: String, storeBytes: Int64, peakMemoryBytes: Int64, residentBytesPerRow: Double? = nil,
+        payloadBytesPerRow: Double? = nil
+    ) {
+        self.backend = backend
+        self.storeBytes = storeBytes
+        self.peakMemoryBytes = peakMemoryBytes
+        self.residentBytesPerRow = residentBytesPerRow
+        self.payloadBytesPerRow = payloadBytesPerRow
+    }
 }
 
 /// The whole report, as printed by `--format json`.

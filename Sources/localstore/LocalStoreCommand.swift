@@ -72,9 +72,14 @@ struct Bench: ParsableCommand {
     @Flag(help: "Run every backend in this process instead of one child process per backend (peak memory then includes what earlier backends left behind).")
     var inProcess = false
 
+    @Option(help: "Run each backend in this many child processes, in turns (every backend once, then again), and report per workload the run with the median throughput (odd numbers give a true median).")
+    var processes: Int = 1
+
     func validate() throws {
         guard records >= 1 else { throw ValidationError("--records must be at least 1") }
         guard observers >= 0 else { throw ValidationError("--observers must not be negative") }
+        guard (1...15).contains(processes) else { throw ValidationError("--processes must be between 1 and 15") }
+        if inProcess, processes > 1 { throw ValidationError("--processes needs child processes: leave out --in-process") }
         let known = Set(BackendRegistry.backendNames + BackendRegistry.baselineNames)
         for name in requested where !known.contains(name) {
             throw ValidationError("unknown backend '\(name)'; known: \(known.sorted().joined(separator: ", "))")
@@ -120,20 +125,30 @@ struct Bench: ParsableCommand {
         var baselines: [String: String] = [:]
         // Baselines first, so a backend's ratio is available as soon as it is measured.
         let ordered = names.filter { BackendRegistry.baselineNames.contains($0) } + names.filter { !BackendRegistry.baselineNames.contains($0) }
-        for name in ordered {
-            guard let backend = BackendRegistry.backend(named: name) else { continue }
-            if inProcess {
-                let (results, footprint) = try runner.run(backend)
-                report.results += results
-                report.footprints.append(footprint)
-            } else {
-                let child = try runChild(backend: name)
-                report.results += child.results
-                report.footprints += child.footprints
+        var turns: [BenchReport] = []
+        for _ in 0..<processes {
+            var turn = report
+            for name in ordered {
+                guard let backend = BackendRegistry.backend(named: name) else { continue }
+                if inProcess {
+                    let (results, footprint) = try runner.run(backend)
+                    turn.results += results
+                    turn.footprints.append(footprint)
+                } else {
+                    let child = try runChild(backend: name)
+                    turn.results += child.results
+                    turn.footprints += child.footprints
+                }
+                if let base = backend.baseline { baselines[backend.name] = base }
             }
-            if let base = backend.baseline { baselines[backend.name] = base }
+            turns.append(turn)
         }
+        report = BenchReport.median(of: turns)
         report.computeRatios(baselines: baselines)
+        if processes > 1 {
+            report.environment["processes"] =
+                "each backend in \(processes) child processes, in turns; per workload the run with the median ops/s"
+        }
         report.environment["durability"] = BackendRegistry.durability
         report.environment["rounds"] =
             "read-by-id, query-indexed, query-scan and count: the fastest of \(BenchRunner.readRounds) rounds; other workloads: one"

@@ -42,4 +42,34 @@ struct BenchTargetsTests {
         #expect(line?.contains("0.79") == true)
         #expect(line?.contains("missed") == true)
     }
+
+    @Test("runs in several processes: per workload the run with the median throughput, whole")
+    func medianOfRuns() {
+        func run(_ rows: [(String, String, Double, Double)], peak: [String: Int64]) -> BenchReport {
+            BenchReport(
+                records: 10, environment: ["run": "x"],
+                results: rows.map {
+                    BenchResult(
+                        backend: $0.0, workload: $0.1, ops: 1, seconds: 1 / $0.2, opsPerSecond: $0.2, p50Micros: $0.3,
+                        p99Micros: nil, ratioToBaseline: nil)
+                },
+                footprints: peak.keys.sorted().map { BenchFootprint(backend: $0, storeBytes: 0, peakMemoryBytes: peak[$0] ?? 0) })
+        }
+        let runs = [
+            run([("sqlite-c", "upsert", 90, 1), ("sqlite", "upsert", 50, 11), ("sqlite", "count", 5, 100)], peak: ["sqlite": 300]),
+            run([("sqlite-c", "upsert", 60, 2), ("sqlite", "upsert", 100, 12)], peak: ["sqlite": 100]),
+            run([("sqlite-c", "upsert", 80, 3), ("sqlite", "upsert", 70, 13), ("sqlite", "count", 7, 200)], peak: ["sqlite": 200]),
+        ]
+        var merged = BenchReport.median(of: runs)
+        #expect(merged.results.map { "\($0.backend) \($0.workload)" } == ["sqlite-c upsert", "sqlite upsert", "sqlite count"])
+        // The middle run of each row, with its own p50.
+        #expect(merged.results.map(\.opsPerSecond) == [80, 70, 5])
+        #expect(merged.results.map(\.p50Micros) == [3, 13, 100])
+        #expect(merged.footprints.map(\.peakMemoryBytes) == [200])
+        merged.computeRatios(baselines: ["sqlite": "sqlite-c"])
+        #expect(merged.results[1].ratioToBaseline == 70.0 / 80.0)
+        // A single run is itself; an empty list is an empty report.
+        #expect(BenchReport.median(of: [runs[0]]).results == runs[0].results)
+        #expect(BenchReport.median(of: []).results.isEmpty)
+    }
 }
