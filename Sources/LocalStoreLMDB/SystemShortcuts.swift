@@ -113,8 +113,9 @@ extension TxnContext {
     /// `id > after`, sorted by id, top 1); without, the operation with the largest id. Read with one
     /// cursor over the operations table's primary database, whose keys are the integer ids in numeric
     /// order; the record is decoded (and checked) as a query's would be. `nil` when the table is not
-    /// there or its id column is not an integer, or when a record's id does not agree with its key:
-    /// the caller then runs the generic query (which answers, or reports, the same way).
+    /// there or its id column is not an integer, or when the record found holds no integer id greater
+    /// than `after` (a record that disagrees with its key): the caller then runs the generic query
+    /// (which answers, or reports, the same way).
     func queueEdge(_ operations: String, after: Int64?) throws -> QueueEdge? {
         guard let t = catalog.table(operations) else { return nil }
         let schema = t.schema
