@@ -24,30 +24,21 @@ extension BenchReport {
     /// are left to ``computeRatios(baselines:)``; `environment` and `records` are the first run's.
     public static func median(of runs: [BenchReport]) -> BenchReport {
         guard let first = runs.first else { return BenchReport(records: 0, environment: [:], results: [], footprints: []) }
-        var order: [String] = []
-        var samples: [String: [BenchResult]] = [:]
-        for run in runs {
-            for r in run.results {
-                let key = r.backend + "|" + r.workload
-                if samples[key] == nil { order.append(key) }
-                samples[key, default: []].append(r)
+        /// Per key, in order of first appearance, the middle element by `rank`.
+        func medians<T>(_ items: [T], key: (T) -> String, rank: (T) -> Double) -> [T] {
+            var order: [String] = []
+            var groups: [String: [T]] = [:]
+            for item in items {
+                let k = key(item)
+                if groups[k] == nil { order.append(k) }
+                groups[k, default: []].append(item)
             }
-        }
-        func middle<T>(_ values: [T], by rank: (T) -> Double) -> T {
-            values.sorted { rank($0) < rank($1) }[(values.count - 1) / 2]
-        }
-        let results = order.compactMap { key in samples[key].map { middle($0, by: \.opsPerSecond) } }
-        var backends: [String] = []
-        var footprints: [String: [BenchFootprint]] = [:]
-        for run in runs {
-            for f in run.footprints {
-                if footprints[f.backend] == nil { backends.append(f.backend) }
-                footprints[f.backend, default: []].append(f)
-            }
+            return order.compactMap { k in groups[k].map { $0.sorted { rank($0) < rank($1) }[($0.count - 1) / 2] } }
         }
         return BenchReport(
-            records: first.records, environment: first.environment, results: results,
-            footprints: backends.compactMap { b in footprints[b].map { middle($0, by: { Double($0.peakMemoryBytes) }) } })
+            records: first.records, environment: first.environment,
+            results: medians(runs.flatMap(\.results), key: { $0.backend + "|" + $0.workload }, rank: \.opsPerSecond),
+            footprints: medians(runs.flatMap(\.footprints), key: \.backend, rank: { Double($0.peakMemoryBytes) }))
     }
 
     /// One per-operation target of issue 14: `backend ÷ reference` throughput on `workload` of at least

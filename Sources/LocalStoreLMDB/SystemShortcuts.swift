@@ -101,10 +101,7 @@ struct QueueEdge {
 
     /// The row as a typed operation, read as from the generic query's item.
     var operation: TableOperation? {
-        guard let row else { return nil }
-        var values: [String: Value] = Dictionary(minimumCapacity: schema.columns.count)
-        for (n, c) in schema.columns.enumerated() { values[c.name] = row[n] }
-        return TableOperation(Item(values))
+        row.flatMap { TableOperation(TxnContext.item(row: $0, of: schema)) }
     }
 }
 

@@ -402,10 +402,7 @@ final class TxnContext {
         guard !isWrite else {
             let t = try table(name)
             try t.schema.checkId(id)
-            guard let found = try findRow(t, id: id) else { return nil }
-            var values: [String: Value] = Dictionary(minimumCapacity: t.schema.columns.count)
-            for (n, c) in t.schema.columns.enumerated() { values[c.name] = found.row[n] }
-            return Item(values)
+            return try findRow(t, id: id).map { TxnContext.item(row: $0.row, of: t.schema) }
         }
         let plan = try environment.readByIdPlan(name, in: catalog)
         let t = plan.table
@@ -416,9 +413,13 @@ final class TxnContext {
         if key.count <= KeyCodec.prefixLimit {
             return try withValue(plan.dbi, key) { try plan.items.item($0) }
         }
-        guard let found = try findRow(t, id: id) else { return nil }
-        var values: [String: Value] = Dictionary(minimumCapacity: t.schema.columns.count)
-        for (n, c) in t.schema.columns.enumerated() { values[c.name] = found.row[n] }
+        return try findRow(t, id: id).map { TxnContext.item(row: $0.row, of: t.schema) }
+    }
+
+    /// A whole decoded row (values in column order) as an item keyed by the columns' defined names.
+    static func item(row: [Value], of schema: TableSchema) -> Item {
+        var values: [String: Value] = Dictionary(minimumCapacity: schema.columns.count)
+        for (n, c) in schema.columns.enumerated() { values[c.name] = row[n] }
         return Item(values)
     }
 
