@@ -39,12 +39,14 @@ extension LMDBTransaction: SystemTableShortcuts {
     func insertOperation(_ operation: TableOperation) throws { try genericInsertOperation(operation) }
     func storeConfigEntry(_ entry: TableConfigEntry) throws { try genericStoreConfigEntry(entry) }
 
-    /// Deletes the operation, then its errors — but a push that left none (the common case) is answered
-    /// by an empty range of the errors table's `operationId` index, without planning a delete.
+    /// The generic removal — unless the push left no errors (the common case), which an empty range of the
+    /// errors table's `operationId` index answers: then only the operation is deleted, no delete of its
+    /// errors planned.
     func removeOperationAndErrors(id: Int64) throws {
+        guard try checkedContext().hasNoOperationErrors(systemTableNames.errors, operationId: id) == true else {
+            return try genericRemoveOperationAndErrors(id: id)
+        }
         try delete(ids: [.int(id)], from: systemTableNames.operations)
-        if try checkedContext().hasNoOperationErrors(systemTableNames.errors, operationId: id) == true { return }
-        try delete(matching: Query(systemTableNames.errors, where: Field("operationId") == .literal(.int(id))))
     }
 
     /// The ids of the rows whose `table` equals `table` ignoring ASCII case, whose `keyType` is 0 and whose
