@@ -29,13 +29,48 @@ public enum DeltaTokenKey {
     /// in upper-case hex>`. Table names match case-insensitively and contain no `|`; the hex form keeps
     /// query ids that differ only in case (ids compare case-insensitively) or contain `|` apart.
     public static func rowId(table: String, queryId: String) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
-        var out = Array("deltaToken|".utf8) + Array(ASCII.lowercased(table).utf8) + [UInt8(ascii: "|")]
-        for b in queryId.utf8 {
-            out.append(hex[Int(b >> 4)])
-            out.append(hex[Int(b & 0xF)])
+        var table = table
+        var queryId = queryId
+        let prefix: StaticString = "deltaToken|"
+        let capacity = prefix.utf8CodeUnitCount + table.utf8.count + 1 + 2 * queryId.utf8.count
+        // Written in place: the table's bytes with A–Z lowered (as `ASCII.lowercased`), the query id's
+        // bytes as hex digits.
+        return table.withUTF8 { tableBytes in
+            queryId.withUTF8 { queryBytes in
+                String(unsafeUninitializedCapacity: capacity) { out in
+                    var i = 0
+                    for b in UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount) {
+                        out[i] = b
+                        i += 1
+                    }
+                    for b in tableBytes {
+                        out[i] = b >= 0x41 && b <= 0x5A ? b | 0x20 : b
+                        i += 1
+                    }
+                    out[i] = UInt8(ascii: "|")
+                    i += 1
+                    for b in queryBytes {
+                        out[i] = hexDigit(b >> 4)
+                        out[i + 1] = hexDigit(b & 0xF)
+                        i += 2
+                    }
+                    return i
+                }
+            }
         }
-        return String(decoding: out, as: UTF8.self)
+    }
+
+    @inline(__always) private static func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? 48 + v : 55 + v }
+
+    /// Checks the date of a token: its stored form holds the years 0000 to 9999
+    /// (``DeltaTokenFormat/isStorable(_:)``); any other date is `invalidValue`, naming the pair.
+    static func validate(_ date: Date, table: String, queryId: String) throws {
+        guard DeltaTokenFormat.isStorable(date) else {
+            throw LocalStoreError(
+                .invalidValue,
+                "the delta token of table '\(table)', query id \(Value.string(queryId)) must be a date from 0000-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z; got \(date.timeIntervalSince1970) seconds since 1970",
+                table: table, column: "value")
+        }
     }
 }
 
@@ -85,20 +120,24 @@ extension LocalStoreAccess {
 
     /// Stores the delta token of `(table, queryId)` (millisecond precision) under its row id
     /// (``DeltaTokenKey/rowId(table:queryId:)``), removing any other row of the same pair (written by
-    /// other code or an older version), in one transaction: one row per pair.
+    /// other code or an older version), in one transaction: one row per pair. A date outside the years
+    /// 0000 to 9999, which the stored form cannot hold, is `invalidValue` (nothing is written).
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func setDeltaToken(_ date: Date, table: String, queryId: String) throws {
         try DeltaTokenKey.validate(table: table, queryId: queryId)
+        try DeltaTokenKey.validate(date, table: table, queryId: queryId)
         try write { tx in
             let config = tx.systemTableNames.config
             let id = DeltaTokenKey.rowId(table: table, queryId: queryId)
+            let entry = TableConfigEntry(
+                id: id, table: table, key: queryId, keyType: TableConfigEntry.deltaTokenKeyType, value: DeltaTokenFormat.string(from: date))
             let shortcuts = tx as? any SystemTableShortcuts
+            // The usual case: the pair's row, alone, already holds the entry (one statement on SQL stores).
+            if let shortcuts, try shortcuts.updateSoleDeltaTokenRow(entry) { return }
             let pairIds = try shortcuts?.deltaTokenRowIds(table: table, queryId: queryId)
                 ?? tx.genericDeltaTokenRowIds(table: table, queryId: queryId)
             let others = pairIds.filter { other in other.stringValue.map { ASCII.compareFolded($0, id) != 0 } ?? true }
             if !others.isEmpty { try tx.delete(ids: others, from: config) }
-            let entry = TableConfigEntry(
-                id: id, table: table, key: queryId, keyType: TableConfigEntry.deltaTokenKeyType, value: DeltaTokenFormat.string(from: date))
             if let shortcuts {
                 try shortcuts.storeConfigEntry(entry)
             } else {

@@ -35,6 +35,13 @@ package protocol SystemTableShortcuts: SystemTableReadShortcuts {
     /// is written.
     func storeConfigEntry(_ entry: TableConfigEntry) throws
 
+    /// Writes the value of the delta-token `entry` when the row holding it — the entry's id, table,
+    /// key and key type, compared byte for byte — is the only row of its pair (the rows that
+    /// ``deltaTokenRowIds(table:queryId:)`` returns for the entry's table and key); returns whether it
+    /// wrote. The store then is as `storeConfigEntry(entry)` leaves it; when it returns `false`, nothing
+    /// was written and the caller takes the general path. The default writes nothing.
+    func updateSoleDeltaTokenRow(_ entry: TableConfigEntry) throws -> Bool
+
     /// The ids of the delta token rows of `(table, queryId)`: the rows that
     /// `read(Query(config, where: table equalsIgnoringCase && keyType == 0 && key == queryId))` returns.
     func deltaTokenRowIds(table: String, queryId: String) throws -> [Value]
@@ -55,6 +62,11 @@ package struct ConfigRow: Sendable, Hashable {
         self.id = id
         self.value = value
     }
+}
+
+extension SystemTableShortcuts {
+    /// Writes nothing: ``SystemTableShortcuts/updateSoleDeltaTokenRow(_:)`` is optional.
+    package func updateSoleDeltaTokenRow(_ entry: TableConfigEntry) throws -> Bool { false }
 }
 
 // The generic calls each shortcut replaces: what the conveniences run when no shortcut is adopted, and

@@ -186,9 +186,62 @@ public struct TableConfigEntry: Sendable, Hashable {
 /// Delta tokens are stored as ISO 8601 text with millisecond precision (`2026-01-02T03:04:05.678Z`),
 /// the precision of the server timestamps they come from.
 public enum DeltaTokenFormat {
-    /// Formats a date.
+    /// Formats a date, rounded to the millisecond. Dates in the years 0000 to 9999 (the ones
+    /// ``date(from:)`` reads back, see ``isStorable(_:)``) give 24 characters; a year outside them is
+    /// written with its own digits, and a time interval too large for that (or not a number) is first
+    /// brought within ±8.64 × 10¹⁸ milliseconds (0 for NaN), so that no date traps.
     public static func string(from date: Date) -> String {
         let ms = (date.timeIntervalSince1970 * 1000).rounded()
+        guard ms >= firstStorableMilliseconds, ms <= lastStorableMilliseconds else { return wideString(milliseconds: ms) }
+        let total = Int64(ms)
+        let seconds = floorDiv(total, 1000)
+        let millis = Int(total - seconds * 1000)
+        let days = floorDiv(seconds, 86400)
+        let secOfDay = Int(seconds - days * 86400)
+        let (y, m, d) = civil(fromDays: days)
+        // yyyy-MM-ddTHH:mm:ss.SSSZ, written in place (no intermediate strings).
+        return String(unsafeUninitializedCapacity: 24) { out in
+            func digits(_ v: Int, _ count: Int, at end: Int) {
+                var v = v
+                for i in stride(from: end - 1, through: end - count, by: -1) {
+                    out[i] = UInt8(truncatingIfNeeded: 48 + v % 10)
+                    v /= 10
+                }
+            }
+            digits(y, 4, at: 4)
+            out[4] = UInt8(ascii: "-")
+            digits(m, 2, at: 7)
+            out[7] = UInt8(ascii: "-")
+            digits(d, 2, at: 10)
+            out[10] = UInt8(ascii: "T")
+            digits(secOfDay / 3600, 2, at: 13)
+            out[13] = UInt8(ascii: ":")
+            digits(secOfDay / 60 % 60, 2, at: 16)
+            out[16] = UInt8(ascii: ":")
+            digits(secOfDay % 60, 2, at: 19)
+            out[19] = UInt8(ascii: ".")
+            digits(millis, 3, at: 23)
+            out[23] = UInt8(ascii: "Z")
+            return 24
+        }
+    }
+
+    /// Whether `date` (rounded to the millisecond) lies in the years 0000 to 9999, which
+    /// ``string(from:)`` writes with four digits and ``date(from:)`` reads back.
+    public static func isStorable(_ date: Date) -> Bool {
+        let ms = (date.timeIntervalSince1970 * 1000).rounded()
+        return ms >= firstStorableMilliseconds && ms <= lastStorableMilliseconds
+    }
+
+    /// 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z, in milliseconds since 1970.
+    static let firstStorableMilliseconds = Double(daysFromCivil(0, 1, 1)) * 86_400_000
+    static let lastStorableMilliseconds = Double(daysFromCivil(10000, 1, 1)) * 86_400_000 - 1
+
+    /// ``string(from:)`` outside the years 0000 to 9999: each field padded to its width with zeros in
+    /// front of its decimal digits (a negative year keeps its sign after the zeros, as it always has).
+    private static func wideString(milliseconds: Double) -> String {
+        let limit = 8.64e18
+        let ms = milliseconds.isNaN ? 0 : min(max(milliseconds, -limit), limit)
         let seconds = Int64((ms / 1000).rounded(.down))
         let millis = Int(ms - Double(seconds) * 1000)
         let days = floorDiv(seconds, 86400)

@@ -138,6 +138,9 @@ final class TableInfo: Sendable {
         return "\(name) \(SQLNames.declaredType(c.type))"
     }
 
+    /// The label of the config table's `(table COLLATE NOCASE, key, keyType)` index (see ``indexes``).
+    static let configPairIndexLabel = "pair_nocase"
+
     /// The indexes the table should have: `(name, CREATE INDEX statement)`.
     var indexes: [(name: String, sql: String)] {
         func make(_ label: String, _ columns: [String]) -> (name: String, sql: String) {
@@ -152,7 +155,17 @@ final class TableInfo: Sendable {
         switch kind {
         case .operations: return [make("table_itemId", [col("table"), col("itemId")])]
         case .errors: return [make("operationId", [col("operationId")])]
-        case .config: return [make("table_key_keyType", [col("table"), col("key"), col("keyType")])]
+        case .config:
+            // The second index serves the delta-token pair lookup, which matches `table` ignoring case
+            // (`SystemStatements`, `.deltaTokenRowIds`): the first compares it as bytes. It holds the id
+            // too, so that the lookup reads the index alone. Stores created
+            // before it get it when they are opened (``SQLEngine``, `addMissingSystemIndexes`).
+            return [
+                make("table_key_keyType", [col("table"), col("key"), col("keyType")]),
+                make(
+                    TableInfo.configPairIndexLabel,
+                    [col("table") + " COLLATE NOCASE", col("key") + " COLLATE BINARY", col("keyType"), col("id")]),
+            ]
         case .user:
             let single = schema.columns.enumerated().compactMap { n, c in
                 c.indexed && n != schema.idIndex ? make(c.name, [SQLNames.quote(c.name)]) : nil

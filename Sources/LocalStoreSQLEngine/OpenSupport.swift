@@ -49,7 +49,7 @@ func sameBytes(_ a: String, _ b: String) -> Bool {
 }
 
 /// The rows of the metadata table (`localstore:meta`) and of the table definitions (`localstore:schema`),
-/// read on opening in one statement (``readAll(_:)``), or each alone.
+/// read on opening in one statement (``readAll(_:pairIndex:)``), or each alone.
 struct MetadataRows {
     /// A stored table definition, as read: the columns text is parsed by the catalog.
     struct Definition {
@@ -81,23 +81,28 @@ struct MetadataRows {
         definitions.append(Definition(name: s.text(n), sqlName: s.text(n + 1), kind: s.int64(n + 2), columns: s.text(n + 3)))
     }
 
-    /// The number of objects in the file's schema (``readAll(_:)`` only).
+    /// The number of objects in the file's schema (``readAll(_:pairIndex:)`` only).
     var objects: Int64 = 0
-    /// Whether the metadata table is one of them (``readAll(_:)`` only).
+    /// Whether the metadata table is one of them (``readAll(_:pairIndex:)`` only).
     var hasMeta = false
+    /// Whether the config table's pair index is one of them (``readAll(_:pairIndex:)`` only).
+    var hasPairIndex = false
 
     /// The schema's object count, the metadata rows and the table definitions in one statement; `nil` when
     /// SQLite cannot prepare it (an empty file, one that is not a store, a table missing or with other
     /// columns, a file that is not a readable database: the callers then take the steps one by one, and
     /// fail where they failed before).
-    static func readAll(_ c: Connection) throws -> MetadataRows? {
+    /// `pairIndex` is the name of the config table's pair index (``hasPairIndex``; SQLite's names
+    /// ignore ASCII case).
+    static func readAll(_ c: Connection, pairIndex: String) throws -> MetadataRows? {
         let sql = """
-            SELECT 2, type = 'table' AND name = ?1, NULL, NULL, NULL FROM sqlite_master \
+            SELECT 2, type = 'table' AND name = ?1, type = 'index' AND name = ?2 COLLATE NOCASE, NULL, NULL FROM sqlite_master \
             UNION ALL SELECT 0, key, value, NULL, NULL FROM \(SQLNames.quote(SQLNames.metaTable)) \
             UNION ALL SELECT 1, name, sqlName, kind, columns FROM \(SQLNames.quote(SQLNames.schemaTable))
             """
         return try c.withOneTimeStatement(sql) { s in
             try s.bind(.string(SQLNames.metaTable), at: 1)
+            try s.bind(.string(pairIndex), at: 2)
             var rows = MetadataRows()
             while try s.step() {
                 switch s.int64(0) {
@@ -107,6 +112,7 @@ struct MetadataRows {
                     // One row per schema object (no aggregate: a simpler statement to prepare).
                     rows.objects += 1
                     if s.int64(1) != 0 { rows.hasMeta = true }
+                    if s.int64(2) != 0 { rows.hasPairIndex = true }
                 }
             }
             return rows

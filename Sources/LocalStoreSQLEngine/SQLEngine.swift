@@ -291,7 +291,7 @@ package final class SQLEngine: @unchecked Sendable {
         // cannot be prepared (a new or foreign file, another layout, not a readable database) one step at a
         // time as the steps below need them. Reading the schema fails with SQLITE_NOTADB for a file that is
         // not a (readable) database.
-        let all = try MetadataRows.readAll(w)
+        let all = try MetadataRows.readAll(w, pairIndex: pairIndexName)
         let (objects, hasMeta) = try all.map { ($0.objects, $0.hasMeta) } ?? Self.schemaObjects(w)
         if !hasMeta && objects > 0 {
             throw LocalStoreError(
@@ -324,11 +324,37 @@ package final class SQLEngine: @unchecked Sendable {
                 Self.rollback(w)
                 throw error
             }
-            let written = try MetadataRows.readAll(w).flatMap { $0.hasMeta ? $0 : nil }
+            let written = try MetadataRows.readAll(w, pairIndex: pairIndexName).flatMap { $0.hasMeta ? $0 : nil }
             try checkMeta(try written ?? MetadataRows.readMeta(w))
             return try catalog(from: try written ?? MetadataRows.readDefinitions(w))
         }
-        return try catalog(from: try stored ?? MetadataRows.readDefinitions(w))
+        let tables = try catalog(from: try stored ?? MetadataRows.readDefinitions(w))
+        if stored?.hasPairIndex != true { addMissingSystemIndexes(w, tables) }
+        return tables
+    }
+
+    /// The name of the config table's pair index (``TableInfo/configPairIndexLabel``).
+    private var pairIndexName: String {
+        SQLNames.index(table: SQLNames.table(for: systemTableNames.config), TableInfo.configPairIndexLabel)
+    }
+
+    /// Creates the system tables' indexes a store made by an earlier version lacks (the config table's
+    /// pair index). Each is one `CREATE INDEX IF NOT EXISTS`, atomic on its own; one that cannot be
+    /// created now (another process holds the write lock past the busy timeout, the disk is full) is
+    /// logged and left for the next opening: the lookups it serves scan the table without it.
+    private func addMissingSystemIndexes(_ w: Connection, _ tables: [String: TableInfo]) {
+        guard let config = tables.values.first(where: { $0.kind == .config }),
+            ["table", "key", "keyType"].allSatisfy({ config.schema.column(named: $0) != nil })
+        else { return }
+        for index in config.indexes {
+            do {
+                try w.execute(index.sql)
+            } catch {
+                configuration.logger?.warning(
+                    "could not add the index \(index.name) of \(config.schema.name); it is added on a later opening",
+                    metadata: ["path": "\(path)", "error": "\(error)"])
+            }
+        }
     }
 
     /// Checks the metadata rows: a format this version reads, and the system table names the store was
@@ -1013,6 +1039,14 @@ extension SQLTransaction: SystemTableShortcuts {
         try access(writes: true, singleStatement: true) {
             try session.storeConfigEntry(entry)
             if collector != nil { collector?.upserted([.string(entry.id)], in: definedName(names.config)) }
+        }
+    }
+
+    func updateSoleDeltaTokenRow(_ entry: TableConfigEntry) throws -> Bool {
+        try access(writes: true, singleStatement: true) {
+            let updated = try session.updateSoleDeltaTokenRow(entry)
+            if updated, collector != nil { collector?.upserted([.string(entry.id)], in: definedName(names.config)) }
+            return updated
         }
     }
 

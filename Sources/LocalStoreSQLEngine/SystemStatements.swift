@@ -12,7 +12,7 @@ import LocalStore
 final class SystemStatements {
     enum Kind: Int, CaseIterable {
         case firstOperation, largestOperationId, insertOperation, deleteOperation, deleteErrors
-        case configRow, updateConfigValue, deltaTokenRowIds
+        case configRow, updateConfigValue, deltaTokenRowIds, updateSoleDeltaToken
     }
 
     let operations: TableInfo
@@ -64,12 +64,20 @@ final class SystemStatements {
                     UPDATE OR FAIL \(config.quotedName) SET \(cf[4]) = ?1 WHERE \(cf[0]) = ?2 AND \(cf[0]) COLLATE BINARY = ?2 \
                     AND \(cf[1]) COLLATE BINARY = ?3 AND \(cf[2]) COLLATE BINARY = ?4 AND \(cf[3]) = ?5
                     """
+            case .updateSoleDeltaToken:
+                // `.updateConfigValue` when no other row has the pair: `.deltaTokenRowIds` without the
+                // entry's id (which the id column compares ignoring case, as the core's check does).
+                return """
+                    UPDATE OR FAIL \(config.quotedName) SET \(cf[4]) = ?1 WHERE \(cf[0]) = ?2 AND \(cf[0]) COLLATE BINARY = ?2 \
+                    AND \(cf[1]) COLLATE BINARY = ?3 AND \(cf[2]) COLLATE BINARY = ?4 AND \(cf[3]) = ?5 \
+                    AND NOT EXISTS (SELECT 1 FROM \(config.quotedName) WHERE \(cf[1]) COLLATE NOCASE = ?3 \
+                    AND \(cf[2]) COLLATE BINARY = ?4 AND \(cf[3]) = ?5 AND \(cf[0]) <> ?2)
+                    """
             case .deltaTokenRowIds:
-                // What SQLCompiler makes of `table equalsIgnoringCase t && keyType == 0 && key == q`. It scans
-                // the table: the (table, key, keyType) index compares `table` as bytes. A range from t's
-                // upper- to lower-case spelling searches the index but cost more than scanning a config
-                // table of ten tokens (callgrind), and `key` still is not searched; a NOCASE `table` in the
-                // index would need existing stores' index rebuilt (not done).
+                // What SQLCompiler makes of `table equalsIgnoringCase t && keyType == 0 && key == q`: a search
+                // of the config table's pair index, `(table COLLATE NOCASE, key COLLATE BINARY, keyType)`
+                // (the `(table, key, keyType)` index compares `table` as bytes). A store whose index could
+                // not be added when it was opened scans the table (the same rows).
                 return """
                     SELECT \(cf[0]) FROM \(config.quotedName) WHERE (\(cf[1]) COLLATE NOCASE = ?1 AND \(cf[3]) = ?2 \
                     AND \(cf[2]) COLLATE BINARY = ?3)
@@ -231,6 +239,22 @@ extension Session {
             return connection.api.changes(connection.db) > 0
         }
         if !updated { try upsertOne(entry.item, into: engine.systemTableNames.config, options: .strict) }
+    }
+
+    /// Writes the value of a delta-token entry whose row is the only one of its pair (see
+    /// ``SystemTableShortcuts/updateSoleDeltaTokenRow(_:)``) in one statement; `false` when it wrote nothing.
+    func updateSoleDeltaTokenRow(_ entry: TableConfigEntry) throws -> Bool {
+        let bytes = entry.id.utf8.count + entry.table.utf8.count + entry.key.utf8.count + entry.value.utf8.count + 5 * 18
+        guard let system = try systemStatements(), fitsEveryLimit(bytes) else { return false }
+        return try system.with(.updateSoleDeltaToken, on: connection) { s in
+            try s.bind(.string(entry.value), at: 1)
+            try s.bind(.string(entry.id), at: 2)
+            try s.bind(.string(entry.table), at: 3)
+            try s.bind(.string(entry.key), at: 4)
+            try s.bind(.int(entry.keyType), at: 5)
+            try s.run()
+            return connection.api.changes(connection.db) > 0
+        }
     }
 
     /// Deletes an operation and its errors with the prepared statements (see

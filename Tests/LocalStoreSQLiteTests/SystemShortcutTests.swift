@@ -184,18 +184,19 @@ struct SystemShortcutTests {
         }
     }
 
-    /// Every system-table statement that looks rows up searches the primary key or an index, except the
-    /// delta-token pair lookup, which scans the (small) config table: its index compares table names as
-    /// bytes and the lookup ignores their case (see `SystemStatements`).
+    /// Every system-table statement that looks rows up searches the primary key or an index; the
+    /// delta-token pair lookup, which ignores the case of table names, searches the config table's
+    /// `(table COLLATE NOCASE, key, keyType)` index.
     @Test(arguments: Library.available)
     func systemStatementsSearchIndexes(_ library: Library) throws {
         let dir = try TemporaryDirectory()
         let store = try library.open(dir.path("store.sqlite"))
         defer { try? store.close() }
         let plans = try store.engine.systemStatementQueryPlans()
-        #expect(plans.count == 8, "\(plans)")
-        #expect(plans["deltaTokenRowIds"]?.contains { $0.hasPrefix("SCAN") } == true, "\(plans["deltaTokenRowIds"] ?? [])")
-        for (kind, lines) in plans where kind != "insertOperation" && kind != "deltaTokenRowIds" {
+        #expect(plans.count == 9, "\(plans)")
+        #expect(plans["updateSoleDeltaToken"]?.contains { $0.contains("pair_nocase") } == true, "\(plans["updateSoleDeltaToken"] ?? [])")
+        #expect(plans["deltaTokenRowIds"]?.contains { $0.hasPrefix("SEARCH") && $0.contains("pair_nocase") } == true, "\(plans["deltaTokenRowIds"] ?? [])")
+        for (kind, lines) in plans where kind != "insertOperation" {
             if kind == "largestOperationId" {
                 // The last rowid: a backwards walk of the table that stops at its first row.
                 #expect(lines.count == 1 && lines[0].contains("MS_TableOperations"), "\(kind): \(lines)")
@@ -204,6 +205,49 @@ struct SystemShortcutTests {
             #expect(lines.contains { $0.hasPrefix("SEARCH") }, "\(kind): \(lines)")
             #expect(!lines.contains { $0.hasPrefix("SCAN") }, "\(kind): \(lines)")
         }
+    }
+
+    /// A store made before the config table's pair index gets it when it is opened; without it (dropped
+    /// by another connection while the store is open) the pair lookup scans the table and finds the same
+    /// rows.
+    @Test(arguments: Library.available)
+    func pairIndexAddedToOlderStores(_ library: Library) throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path("store.sqlite")
+        let pairIndex = "localstore:index:\(Self.config):pair_nocase"
+        let api = try #require(library.api)
+        func hasIndex(_ store: SQLiteStore) throws -> Bool {
+            try !store.query(sql: "SELECT name FROM sqlite_master WHERE name = ?1", arguments: [.string(pairIndex)]).isEmpty
+        }
+        func addOtherRow(_ store: SQLiteStore) throws {
+            // Another spelling of the table's name, under another id (as other code may write it).
+            try store.upsert(
+                [["id": "other", "table": "t", "key": "q", "keyType": .int(TableConfigEntry.deltaTokenKeyType), "value": "2001-01-01T00:00:00.000Z"]],
+                into: Self.config)
+        }
+        let tokenId = Value.string(DeltaTokenKey.rowId(table: "T", queryId: "q"))
+        do {
+            let store = try library.open(path)
+            defer { try? store.close() }
+            #expect(try hasIndex(store))
+            try store.setDeltaToken(Self.date, table: "T", queryId: "q")
+            try runRawSQL(api, path, ["DROP INDEX \"\(pairIndex)\""])
+            #expect(try !hasIndex(store))
+            #expect(try store.engine.systemStatementQueryPlans()["deltaTokenRowIds"]?.contains { $0.hasPrefix("SCAN") } == true)
+            try addOtherRow(store)
+            #expect(try store.deltaTokens(table: "T") == ["q": Date(timeIntervalSinceReferenceDate: 0)])
+            try store.setDeltaToken(Self.date, table: "T", queryId: "q")
+            #expect(try store.read(Query(Self.config, where: Field("key") == "q")).items.map { $0["id"] } == [tokenId])
+            try addOtherRow(store)
+        }
+        let store = try library.open(path)
+        defer { try? store.close() }
+        #expect(try hasIndex(store))
+        #expect(try store.engine.systemStatementQueryPlans()["deltaTokenRowIds"]?.contains { $0.contains("pair_nocase") } == true)
+        #expect(try store.deltaTokens(table: "t") == ["q": Date(timeIntervalSinceReferenceDate: 0)])
+        try store.setDeltaToken(Self.date, table: "T", queryId: "q")
+        #expect(try store.read(Query(Self.config, where: Field("key") == "q")).items.map { $0["id"] } == [tokenId])
+        #expect(try store.deltaToken(table: "t", queryId: "q") == Self.date)
     }
 
     /// A transaction that fails after the shortcuts wrote leaves nothing behind.

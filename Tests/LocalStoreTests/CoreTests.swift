@@ -245,6 +245,78 @@ struct DeltaTokenFormatTests {
         }
     }
 
+    /// The formatter as it was written first (string interpolation of padded fields): the written-in-place
+    /// one must give the same text for every date.
+    private static func interpolated(_ date: Date) -> String {
+        let ms = (date.timeIntervalSince1970 * 1000).rounded()
+        let seconds = Int64((ms / 1000).rounded(.down))
+        let millis = Int(ms - Double(seconds) * 1000)
+        let days = seconds >= 0 ? seconds / 86400 : -((-seconds + 86399) / 86400)
+        let secOfDay = Int(seconds - days * 86400)
+        // Howard Hinnant's civil_from_days.
+        let z = days + 719468
+        let era = (z >= 0 ? z : z - 146096) / 146097
+        let doe = z - era * 146097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = Int(doy - (153 * mp + 2) / 5 + 1)
+        let m = Int(mp < 10 ? mp + 3 : mp - 9)
+        let y = Int(yoe + era * 400 + (m <= 2 ? 1 : 0))
+        func pad(_ v: Int, _ n: Int) -> String {
+            let s = String(v)
+            return String(repeating: "0", count: max(0, n - s.count)) + s
+        }
+        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secOfDay / 3600, 2)):\(pad(secOfDay / 60 % 60, 2)):\(pad(secOfDay % 60, 2)).\(pad(millis, 3))Z"
+    }
+
+    @Test("the same text as the interpolating formatter, inside and outside the years 0000 to 9999")
+    func sameAsInterpolated() {
+        var seed: UInt64 = 987
+        var dates = [
+            -62_167_219_200_000.0, -62_167_219_200_001, 253_402_300_799_999, 253_402_300_800_000, 0, -1, 1, 999, -999,
+            -62_167_219_200_000.4, 253_402_300_799_999.4, 1e15, -1e15, 8e17,
+        ].map { Date(timeIntervalSince1970: $0 / 1000) }
+        for _ in 0..<20_000 {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            // ±31,700 years, fractions of a millisecond included.
+            dates.append(Date(timeIntervalSince1970: Double(Int64(bitPattern: seed >> 1) % 1_000_000_000_000_000) / 1000 + Double(seed & 0xFF) / 256_000))
+        }
+        for date in dates {
+            #expect(DeltaTokenFormat.string(from: date) == Self.interpolated(date), "\(date.timeIntervalSince1970)")
+        }
+        #expect(DeltaTokenFormat.string(from: Date(timeIntervalSince1970: -62_167_219_200)) == "0000-01-01T00:00:00.000Z")
+        #expect(DeltaTokenFormat.string(from: Date(timeIntervalSince1970: 253_402_300_799.999)) == "9999-12-31T23:59:59.999Z")
+        #expect(DeltaTokenFormat.string(from: Date(timeIntervalSince1970: 253_402_300_800)) == "10000-01-01T00:00:00.000Z")
+    }
+
+    @Test("years 0000 to 9999 are storable; other dates format without trapping")
+    func storableRange() {
+        #expect(DeltaTokenFormat.isStorable(Date(timeIntervalSince1970: -62_167_219_200)))
+        #expect(DeltaTokenFormat.isStorable(Date(timeIntervalSince1970: 253_402_300_799.999)))
+        #expect(DeltaTokenFormat.isStorable(Date(timeIntervalSince1970: 253_402_300_799.9994)))  // rounds to .999
+        #expect(!DeltaTokenFormat.isStorable(Date(timeIntervalSince1970: 253_402_300_799.9996)))  // rounds into 10000
+        #expect(!DeltaTokenFormat.isStorable(Date(timeIntervalSince1970: -62_167_219_200.001)))
+        for t in [Double.infinity, -.infinity, .greatestFiniteMagnitude, -.greatestFiniteMagnitude, 1e300] {
+            let date = Date(timeIntervalSince1970: t)
+            #expect(!DeltaTokenFormat.isStorable(date))
+            #expect(DeltaTokenFormat.date(from: DeltaTokenFormat.string(from: date)) == nil)
+        }
+        #expect(!DeltaTokenFormat.isStorable(Date(timeIntervalSince1970: .nan)))
+        #expect(DeltaTokenFormat.string(from: Date(timeIntervalSince1970: .nan)) == "1970-01-01T00:00:00.000Z")
+    }
+
+    @Test("row ids: the lower-cased table and the query id's bytes in hex")
+    func rowIds() {
+        #expect(DeltaTokenKey.rowId(table: "TodoItem", queryId: "all") == "deltaToken|todoitem|616C6C")
+        #expect(DeltaTokenKey.rowId(table: "A_z9", queryId: "é|\u{7F}") == "deltaToken|a_z9|C3A97C7F")
+        #expect(DeltaTokenKey.rowId(table: "", queryId: "") == "deltaToken||")
+        let long = String(repeating: "Q", count: 255)
+        #expect(DeltaTokenKey.rowId(table: "T", queryId: long) == "deltaToken|t|" + String(repeating: "51", count: 255))
+        // Bytes other than A–Z are kept as they are (the table is validated before it is used).
+        #expect(DeltaTokenKey.rowId(table: "ÉA[", queryId: "x") == "deltaToken|Éa[|78")
+    }
+
     @Test("malformed text", arguments: ["", "2009-02-13", "2009-02-13T23:31:30", "2009-13-13T23:31:30.123Z", "2009-02-13 23:31:30.123Z", "2009-02-13T24:00:00Z", "x009-02-13T23:31:30.123Z", "2009-02-13T23:31:30.Z"])
     func malformed(_ text: String) {
         #expect(DeltaTokenFormat.date(from: text) == nil)

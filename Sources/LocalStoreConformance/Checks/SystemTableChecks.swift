@@ -340,8 +340,23 @@ extension ConformanceSuite {
                 try expectThrows(code: code, "deltaToken(\(table), \(queryId))") { _ = try store.deltaToken(table: table, queryId: queryId) }
                 try expectThrows(code: code, "removeDeltaToken(\(table), \(queryId))") { try store.removeDeltaToken(table: table, queryId: queryId) }
             }
+            // Dates the stored form cannot hold (it reads back the years 0000 to 9999).
+            for t in [253_402_300_800.0, -62_167_219_200.001, .infinity, -.infinity, .nan, 1e300] {
+                let error = try expectThrows(code: .invalidValue, "setDeltaToken at \(t) seconds since 1970") {
+                    try store.setDeltaToken(Date(timeIntervalSince1970: t), table: "TodoItem", queryId: "q")
+                }
+                try expect(error.message.contains("TodoItem") && error.message.contains("q"), "the error names table and query id: \(error.message)")
+            }
             try expectUnchanged(store, before, "refused token calls")
             try store.setDeltaToken(date(1), table: "TodoItem", queryId: String(repeating: "é", count: 127))
+            // The first and last storable instants.
+            for (t, text) in [(-62_167_219_200.0, "0000-01-01T00:00:00.000Z"), (253_402_300_799.999, "9999-12-31T23:59:59.999Z")] {
+                try store.setDeltaToken(Date(timeIntervalSince1970: t), table: "Edge", queryId: "q")
+                try expectEqual(
+                    try store.read(table: config, id: .string(DeltaTokenKey.rowId(table: "Edge", queryId: "q")))?["value"], .string(text), "stored \(text)")
+                try expectEqual(try store.deltaToken(table: "Edge", queryId: "q"), DeltaTokenFormat.date(from: text), "read back \(text)")
+            }
+            try store.removeDeltaToken(table: "Edge", queryId: "q")
 
             // The colliding pair: ("a|b", "c") written by other code under the old id, then ("a", "b|c").
             try store.upsert([TableConfigEntry(id: "deltaToken|a|b|c", table: "a|b", key: "c", keyType: 0, value: "2020-01-01T00:00:00.000Z").item], into: config)
