@@ -479,6 +479,23 @@ final class MemTable {
     /// A probe for a compound-index bound: compares an entry with `values` on the first components and
     /// places the bound before (`edge` -1) or after (+1) every entry starting with them.
     func compoundProbe(_ c: CompoundIndex, _ values: [Value], edge: Int) -> (UInt32) -> Int {
+        // One component (an equality prefix of one column, the list query's case): no loop over parts,
+        // and an integer compared on the column's words. A walk calls its bound's probe on every entry.
+        if values.count == 1 {
+            let column = columns[c.columns[0]]
+            let sign = c.descending[0] ? -1 : 1
+            if column.type == .integer, case .int(let y) = values[0] {
+                return { e in
+                    let r = column.compareInt(Int(e), y)
+                    return r != 0 ? sign * r : -edge
+                }
+            }
+            let v = values[0]
+            return { e in
+                let r = column.compare(Int(e), v, noCase: false)
+                return r != 0 ? sign * r : -edge
+            }
+        }
         let parts = values.indices.map { (columns[c.columns[$0]], c.descending[$0], values[$0]) }
         return { e in
             for (column, descending, v) in parts {
