@@ -218,7 +218,13 @@ public struct TableSchema: Sendable, Hashable, CustomStringConvertible {
     @inlinable public func index(ofColumn name: String) -> Int? { lookup(name) }
 
     @usableFromInline func lookup(_ name: String) -> Int? {
-        if let n = exact[name] { return n }
+        // A few columns: comparing the names costs less than hashing `name` (a name of up to 15 bytes is
+        // two words, compared as such). The first column spelled so, as `exact` holds it.
+        if columns.count <= 16 {
+            for n in columns.indices where columns[n].name == name { return n }
+        } else if let n = exact[name] {
+            return n
+        }
         return folded[Identifier.fold(name)]
     }
 
