@@ -138,7 +138,7 @@ final class TableInfo: Sendable {
         return "\(name) \(SQLNames.declaredType(c.type))"
     }
 
-    /// The label of the config table's `(table COLLATE NOCASE, key, keyType)` index (see ``indexes``).
+    /// The label of the config table's `(table COLLATE NOCASE, key, keyType, id)` index (see ``indexes``).
     static let configPairIndexLabel = "pair_nocase"
 
     /// The indexes the table should have: `(name, CREATE INDEX statement)`.
@@ -158,8 +158,8 @@ final class TableInfo: Sendable {
         case .config:
             // The second index serves the delta-token pair lookup, which matches `table` ignoring case
             // (`SystemStatements`, `.deltaTokenRowIds`): the first compares it as bytes. It holds the id
-            // too, so that the lookup reads the index alone. Stores created
-            // before it get it when they are opened (``SQLEngine``, `addMissingSystemIndexes`).
+            // too, so that the lookup reads the index alone. Stores created before it get it when they
+            // are opened (`SQLEngine.addMissingSystemIndexes`).
             return [
                 make("table_key_keyType", [col("table"), col("key"), col("keyType")]),
                 make(

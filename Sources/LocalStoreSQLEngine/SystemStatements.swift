@@ -224,29 +224,24 @@ extension Session {
     /// that already holds the entry (every other column equal byte for byte, so the row ends as an update of
     /// every column would leave it); otherwise the generic one-item upsert.
     func storeConfigEntry(_ entry: TableConfigEntry) throws {
-        let bytes = entry.id.utf8.count + entry.table.utf8.count + entry.key.utf8.count + entry.value.utf8.count + 5 * 18
-        guard let system = try systemStatements(), fitsEveryLimit(bytes) else {
+        if try updateValue(.updateConfigValue, entry) != true {
             try upsertOne(entry.item, into: engine.systemTableNames.config, options: .strict)
-            return
         }
-        let updated = try system.with(.updateConfigValue, on: connection) { s in
-            try s.bind(.string(entry.value), at: 1)
-            try s.bind(.string(entry.id), at: 2)
-            try s.bind(.string(entry.table), at: 3)
-            try s.bind(.string(entry.key), at: 4)
-            try s.bind(.int(entry.keyType), at: 5)
-            try s.run()
-            return connection.api.changes(connection.db) > 0
-        }
-        if !updated { try upsertOne(entry.item, into: engine.systemTableNames.config, options: .strict) }
     }
 
     /// Writes the value of a delta-token entry whose row is the only one of its pair (see
     /// ``SystemTableShortcuts/updateSoleDeltaTokenRow(_:)``) in one statement; `false` when it wrote nothing.
     func updateSoleDeltaTokenRow(_ entry: TableConfigEntry) throws -> Bool {
+        try updateValue(.updateSoleDeltaToken, entry) ?? false
+    }
+
+    /// Runs `kind`, a value-only update of the row holding `entry` (parameters: value, id, table, key, key
+    /// type); returns whether it changed a row, or `nil` when the prepared statements cannot serve the
+    /// entry (no statement set, or a row too large for the guard) and the generic path must.
+    private func updateValue(_ kind: SystemStatements.Kind, _ entry: TableConfigEntry) throws -> Bool? {
         let bytes = entry.id.utf8.count + entry.table.utf8.count + entry.key.utf8.count + entry.value.utf8.count + 5 * 18
-        guard let system = try systemStatements(), fitsEveryLimit(bytes) else { return false }
-        return try system.with(.updateSoleDeltaToken, on: connection) { s in
+        guard let system = try systemStatements(), fitsEveryLimit(bytes) else { return nil }
+        return try system.with(kind, on: connection) { s in
             try s.bind(.string(entry.value), at: 1)
             try s.bind(.string(entry.id), at: 2)
             try s.bind(.string(entry.table), at: 3)
