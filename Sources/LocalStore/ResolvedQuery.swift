@@ -747,16 +747,11 @@ package enum QueryFunctions {
             hour = secondOfDay / 3600
             minute = secondOfDay / 60 % 60
             second = secondOfDay % 60
-            // Civil date from days since 1970-01-01 (H. Hinnant's algorithm; eras of 400 years).
-            let z = days + 719_468
-            let era = (z >= 0 ? z : z - 146_096) / 146_097
-            let dayOfEra = z - era * 146_097
-            let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-            let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-            let mp = (5 * dayOfYear + 2) / 153
-            day = dayOfYear - (153 * mp + 2) / 5 + 1
-            month = mp < 10 ? mp + 3 : mp - 9
-            year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+            // Civil date from days since 1970-01-01 (H. Hinnant's algorithm, as delta tokens format it).
+            let (y, m, d) = DeltaTokenFormat.civil(fromDays: days)
+            year = Int64(y)
+            month = Int64(m)
+            day = Int64(d)
         }
     }
 }
