@@ -91,6 +91,12 @@ extension TableSchema {
                 throw LocalStoreError(
                     .invalidValue, "column '\(column.name)' of table '\(name)' cannot store the non-finite number \(d)",
                     table: name, column: column.name)
+            case (_, .date(let d)) where !d.timeIntervalSinceReferenceDate.isFinite:
+                // SQLite binds a NaN as NULL: no backend stores a date without a finite time.
+                throw LocalStoreError(
+                    .invalidValue,
+                    "column '\(column.name)' of table '\(name)' cannot store a date \(d.timeIntervalSinceReferenceDate) seconds from 2001-01-01 (not a finite time)",
+                    table: name, column: column.name)
             case (.json, .json(let j)) where j.isNested(deeperThan: JSON.maximumDepth):
                 throw LocalStoreError(
                     .invalidValue,

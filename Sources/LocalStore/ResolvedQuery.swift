@@ -475,7 +475,11 @@ struct Resolver {
             guard d.isFinite else { throw fail("the number \(d) cannot be used in a query") }
             return .literal(v, .double)
         case .string: return .literal(v, .string)
-        case .date: return .literal(v, .date)
+        case .date(let d):
+            guard d.timeIntervalSinceReferenceDate.isFinite else {
+                throw fail("the date \(d.timeIntervalSinceReferenceDate) seconds from 2001-01-01 cannot be used in a query")
+            }
+            return .literal(v, .date)
         case .binary: return .literal(v, .binary)
         case .json: throw fail("json values cannot be compared")
         }

@@ -177,7 +177,8 @@ extension ConformanceSuite {
         }
     }
 
-    /// NaN and ±infinity are `invalidValue`, also nested inside json; nothing is written.
+    /// NaN and ±infinity are `invalidValue`, also nested inside json and as a date's time interval;
+    /// nothing is written.
     public static func upsertNonFiniteNumbersRefused(_ factory: StoreFactory) throws {
         try withStore(factory) { store in
             try store.defineTable(typedSchema)
@@ -188,6 +189,10 @@ extension ConformanceSuite {
                     try expectThrows(code: .invalidValue, "\(d) in a double column") {
                         try store.upsert([["id": .string(id), "ratio": .double(d)]], into: "Typed")
                     }
+                    let error = try expectThrows(code: .invalidValue, "a date \(d) seconds from 2001") {
+                        try store.upsert([["id": .string(id), "moment": .date(Date(timeIntervalSinceReferenceDate: d))]], into: "Typed")
+                    }
+                    try expect(error.message.contains("moment") && error.message.contains("Typed"), "the error names table and column: \(error.message)")
                     let documents: [JSON] = [.double(d), [1, .double(d)], ["x": ["y": .double(d)]], [["a": [.double(d)]]]]
                     for doc in documents {
                         try expectThrows(code: .invalidValue, "\(d) inside json \(doc)") {
