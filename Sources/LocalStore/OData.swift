@@ -87,7 +87,8 @@ public enum OData {
     }
 
     /// An OData literal: `'text'` with `'` doubled, numbers, `true`/`false`, `null`,
-    /// `datetimeoffset'yyyy-MM-ddTHH:mm:ss.SSSZ'`, `X'hex'` for binary. Json has no literal form.
+    /// `datetimeoffset'yyyy-MM-ddTHH:mm:ss.SSSZ'` (years 0000 to 9999), `X'hex'` for binary. Json, a
+    /// non-finite number and a date outside those years have no literal form (`invalidQuery`).
     public static func literal(_ v: Value) throws -> String {
         switch v {
         case .null: return "null"
@@ -99,7 +100,13 @@ public enum OData {
             JSON.writeDouble(d, into: &out)
             return String(decoding: out, as: UTF8.self)
         case .string(let s): return "'" + s.replacingOccurrences(of: "'", with: "''") + "'"
-        case .date(let d): return "datetimeoffset'\(DeltaTokenFormat.string(from: d))'"
+        case .date(let d):
+            // The literal's form holds the years 0000 to 9999 (what the parser reads back).
+            guard DeltaTokenFormat.isStorable(d) else {
+                throw LocalStoreError(
+                    .invalidQuery, "the date \(d.timeIntervalSinceReferenceDate) seconds from 2001-01-01 has no OData literal (years 0000 to 9999)")
+            }
+            return "datetimeoffset'\(DeltaTokenFormat.string(from: d))'"
         case .binary(let b):
             let hex = Array("0123456789ABCDEF".utf8)
             var out = "X'"

@@ -33,6 +33,12 @@ struct ODataTests {
         let d = Date(timeIntervalSince1970: 1_700_000_000.123)
         #expect(try OData.literal(.date(d)) == "datetimeoffset'2023-11-14T22:13:20.123Z'")
         #expect(try OData.literal(.date(Date(timeIntervalSince1970: 0))) == "datetimeoffset'1970-01-01T00:00:00.000Z'")
+        #expect(try OData.literal(.date(Date(timeIntervalSince1970: 253_402_300_799.999))) == "datetimeoffset'9999-12-31T23:59:59.999Z'")
+        #expect(try OData.literal(.date(Date(timeIntervalSince1970: -62_167_219_200))) == "datetimeoffset'0000-01-01T00:00:00.000Z'")
+        // Outside the years 0000 to 9999 the text would not parse back; NaN and infinity trapped once.
+        for t in [253_402_300_800.0, -62_167_219_200.001, .infinity, -.infinity, .nan] {
+            #expect(throws: LocalStoreError.self) { try OData.literal(.date(Date(timeIntervalSince1970: t))) }
+        }
     }
 
     @Test func stringFunctions() throws {
