@@ -57,7 +57,13 @@ public struct FuzzGenerator {
 
     public mutating func date() -> Date {
         switch rng.below(3) {
-        case 0: return Date(timeIntervalSinceReferenceDate: rng.pick([0, -1, 1, 0.001, 1e9, -1e9, 1e9 + 0.0005, 86_400]))
+        case 0:
+            // Ordinary instants, and the edges: −0, beyond the years 0000–9999, beyond date parts (±9·10^18 s).
+            return Date(
+                timeIntervalSinceReferenceDate: rng.pick([
+                    0, -1, 1, 0.001, 1e9, -1e9, 1e9 + 0.0005, 86_400, -0.0, 3e11, -7e10, 1e15, -1e15, 8.9e18, -9.1e18, 1e300,
+                    -.greatestFiniteMagnitude,
+                ]))
         case 1: return Date(timeIntervalSinceReferenceDate: Double(rng.below(20)) * 1000)
         default: return Date(timeIntervalSinceReferenceDate: Double(Int64(bitPattern: rng.next()) % 4_000_000_000_000) / 1000)
         }
@@ -234,7 +240,10 @@ public struct FuzzGenerator {
         case 0: return .compare(.field("i"), .equal, .literal(.string("1")), caseInsensitive: false)
         case 1: return .compare(.field("j"), rng.pick(Self.ops), .literal(.json(json())), caseInsensitive: false)
         case 2: return .compare(.field("nope"), .equal, .literal(.int(1)), caseInsensitive: false)
-        case 3: return .compare(.field("d"), .less, .literal(.double(rng.pick([.nan, .infinity, -.infinity]))), caseInsensitive: false)
+        case 3:
+            let d = rng.pick([Double.nan, .infinity, -.infinity])
+            if rng.oneIn(2) { return .compare(.field("t"), rng.pick(Self.ops), .literal(.date(Date(timeIntervalSinceReferenceDate: d))), caseInsensitive: false) }
+            return .compare(.field("d"), .less, .literal(.double(d)), caseInsensitive: false)
         case 4: return .compare(.field("i"), .equal, .literal(.int(1)), caseInsensitive: true)
         case 5: return .string(.contains, .field("i"), .literal(.string("1")), caseInsensitive: false)
         case 6:
