@@ -191,8 +191,8 @@ public enum DeltaTokenFormat {
     /// written with its own digits, and a time interval too large for that (or not a number) is first
     /// brought within ±8.64 × 10¹⁸ milliseconds (0 for NaN), so that no date traps.
     public static func string(from date: Date) -> String {
-        let ms = (date.timeIntervalSince1970 * 1000).rounded()
-        guard ms >= firstStorableMilliseconds, ms <= lastStorableMilliseconds else { return wideString(milliseconds: ms) }
+        let ms = milliseconds(date)
+        guard storableMilliseconds.contains(ms) else { return wideString(milliseconds: ms) }
         let total = Int64(ms)
         let seconds = floorDiv(total, 1000)
         let millis = Int(total - seconds * 1000)
@@ -228,14 +228,14 @@ public enum DeltaTokenFormat {
 
     /// Whether `date` (rounded to the millisecond) lies in the years 0000 to 9999, which
     /// ``string(from:)`` writes with four digits and ``date(from:)`` reads back.
-    public static func isStorable(_ date: Date) -> Bool {
-        let ms = (date.timeIntervalSince1970 * 1000).rounded()
-        return ms >= firstStorableMilliseconds && ms <= lastStorableMilliseconds
-    }
+    public static func isStorable(_ date: Date) -> Bool { storableMilliseconds.contains(milliseconds(date)) }
 
-    /// 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z, in milliseconds since 1970.
-    static let firstStorableMilliseconds = Double(daysFromCivil(0, 1, 1)) * 86_400_000
-    static let lastStorableMilliseconds = Double(daysFromCivil(10000, 1, 1)) * 86_400_000 - 1
+    /// `date` in milliseconds since 1970, rounded as it is stored.
+    private static func milliseconds(_ date: Date) -> Double { (date.timeIntervalSince1970 * 1000).rounded() }
+
+    /// 0000-01-01T00:00:00.000Z through 9999-12-31T23:59:59.999Z, in milliseconds since 1970 (NaN is outside).
+    private static let storableMilliseconds =
+        Double(daysFromCivil(0, 1, 1)) * 86_400_000...Double(daysFromCivil(10000, 1, 1)) * 86_400_000 - 1
 
     /// ``string(from:)`` outside the years 0000 to 9999: each field padded to its width with zeros in
     /// front of its decimal digits (a negative year keeps its sign after the zeros, as it always has).
