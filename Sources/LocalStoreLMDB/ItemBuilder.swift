@@ -157,28 +157,28 @@ struct ItemBuilder: Sendable {
         var i = 1
         guard SimpleRecordTest.varint(p, &i, end) != nil, let stored = SimpleRecordTest.varint(p, &i, end) else { return false }
         let width = names.count
+        if isWholeRow {
+            guard stored <= UInt64(width) else { return false }
+            return tags.withUnsafeBufferPointer { tags in
+                guard let t = tags.baseAddress else { return false }
+                return ItemBuilder.fillWholePlain(p, from: i, end: end, count: Int(stored), width: width, tags: t, idIndex: idIndex, out)
+            }
+        }
         return tags.withUnsafeBufferPointer { tags -> Bool in
             guard stored <= UInt64(tags.count) else { return false }
             let count = Int(stored)
-            let whole = isWholeRow
-            // Whole rows: the values are initialized in order (`initialized` of them so far). A
-            // projection: every slot starts as null and a returned value is stored over it.
-            var initialized = 0
-            if !whole { out.initialize(repeating: .null, count: width) }
+            // Every slot starts as null and a returned value is stored over it.
+            out.initialize(repeating: .null, count: width)
             var hasId = false
             let ok = slots.withUnsafeBufferPointer { slots -> Bool in
                 for n in 0..<count {
                     guard i < end else { return false }
                     let tag = p.load(fromByteOffset: i, as: UInt8.self)
                     i += 1
-                    let slot = whole ? n : slots[n]
+                    let slot = slots[n]
                     let value: Value
                     switch tag {
                     case RecordCodec.Tag.null:
-                        if whole {
-                            (out + n).initialize(to: .null)
-                            initialized = n + 1
-                        }
                         continue
                     case RecordCodec.Tag.false, RecordCodec.Tag.true:
                         guard tags[n] == RecordCodec.Tag.false else { return false }
@@ -200,7 +200,7 @@ struct ItemBuilder: Sendable {
                         guard tags[n] == tag, let length = SimpleRecordTest.varint(p, &i, end), length <= UInt64(end - i) else { return false }
                         let raw = UnsafeRawBufferPointer(start: p + i, count: Int(length))
                         i += Int(length)
-                        if ItemBuilder.isASCII(raw) {
+                        if ByteReader.isASCII(raw) {
                             if slot < 0 {
                                 if n == idIndex { hasId = true }
                                 continue
@@ -221,43 +221,112 @@ struct ItemBuilder: Sendable {
                         return false
                     }
                     if n == idIndex { hasId = true }
-                    if whole {
-                        (out + n).initialize(to: value)
-                        initialized = n + 1
-                    } else if slot >= 0 {
-                        out[slot] = value
-                    }
+                    if slot >= 0 { out[slot] = value }
                 }
                 return true
             }
             guard ok, i == end, hasId else {
-                out.deinitialize(count: whole ? initialized : width)
+                out.deinitialize(count: width)
                 return false
             }
-            if whole, count < width { (out + count).initialize(repeating: .null, count: width - count) }
             return true
         }
     }
 
-    /// ``ByteReader/isASCII(_:)``, with the last bytes of a string of eight or more read as one
-    /// (overlapping) word.
-    @inline(__always)
-    static func isASCII(_ raw: UnsafeRawBufferPointer) -> Bool {
-        let n = raw.count
-        guard let p = raw.baseAddress else { return true }
-        if n >= 8 {
-            var i = 0
-            while i + 8 < n {
-                if p.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { return false }
-                i += 8
+    /// ``fillPlain(_:_:)`` for a builder of whole rows (every column, in schema order), past the
+    /// record's header: the `count` stored values from offset `i`, then null for the columns a short
+    /// record lacks. One loop whose only state is the offset and the column, so each value costs its
+    /// tag test and its payload (the general loop also carries a projection's slots). Accepts exactly
+    /// the records ``fillPlain(_:_:)`` accepts, with the same values; on `false`, `out` is left
+    /// uninitialized.
+    private static func fillWholePlain(
+        _ p: UnsafeRawPointer, from start: Int, end: Int, count: Int, width: Int, tags: UnsafePointer<UInt8>, idIndex: Int,
+        _ out: UnsafeMutablePointer<Value>
+    ) -> Bool {
+        var i = start
+        var n = 0
+        var ok = true
+        scan: while n < count {
+            guard i < end else {
+                ok = false
+                break scan
             }
-            return p.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self) & 0x8080_8080_8080_8080 == 0
+            let tag = p.load(fromByteOffset: i, as: UInt8.self)
+            let expected = tags[n]
+            i &+= 1
+            let value: Value
+            switch tag {
+            case RecordCodec.Tag.null:
+                // The id is never null.
+                guard n != idIndex else {
+                    ok = false
+                    break scan
+                }
+                value = .null
+            case RecordCodec.Tag.false, RecordCodec.Tag.true:
+                guard expected == RecordCodec.Tag.false else {
+                    ok = false
+                    break scan
+                }
+                value = .bool(tag == RecordCodec.Tag.true)
+            case RecordCodec.Tag.int:
+                guard expected == RecordCodec.Tag.int, let u = SimpleRecordTest.varint(p, &i, end) else {
+                    ok = false
+                    break scan
+                }
+                value = .int(RecordCodec.unzigzag(u))
+            case RecordCodec.Tag.double, RecordCodec.Tag.date:
+                guard expected == tag, end &- i >= 8 else {
+                    ok = false
+                    break scan
+                }
+                let d = Double(bitPattern: UInt64(littleEndian: p.loadUnaligned(fromByteOffset: i, as: UInt64.self)))
+                i &+= 8
+                if tag == RecordCodec.Tag.date {
+                    value = .date(Date(timeIntervalSinceReferenceDate: d))
+                } else {
+                    guard d.isFinite else {
+                        ok = false
+                        break scan
+                    }
+                    value = .double(d)
+                }
+            case RecordCodec.Tag.string:
+                guard expected == tag, let length = SimpleRecordTest.varint(p, &i, end), length <= UInt64(end &- i) else {
+                    ok = false
+                    break scan
+                }
+                let raw = UnsafeRawBufferPointer(start: p + i, count: Int(length))
+                i &+= Int(length)
+                if ByteReader.isASCII(raw) {
+                    value = .string(String(decoding: raw, as: UTF8.self))
+                } else {
+                    guard let s = String(validating: raw, as: UTF8.self) else {
+                        ok = false
+                        break scan
+                    }
+                    value = .string(s)
+                }
+            case RecordCodec.Tag.binary:
+                guard expected == tag, let length = SimpleRecordTest.varint(p, &i, end), length <= UInt64(end &- i) else {
+                    ok = false
+                    break scan
+                }
+                value = .binary(Array(UnsafeRawBufferPointer(start: p + i, count: Int(length))))
+                i &+= Int(length)
+            default:
+                ok = false
+                break scan
+            }
+            (out + n).initialize(to: consume value)
+            n &+= 1
         }
-        var i = 0
-        while i < n {
-            if p.load(fromByteOffset: i, as: UInt8.self) & 0x80 != 0 { return false }
-            i += 1
+        // Every byte read, and the id stored (a column the record is too short to hold is null).
+        guard ok, i == end, idIndex < count else {
+            out.deinitialize(count: n)
+            return false
         }
+        if count < width { (out + count).initialize(repeating: .null, count: width &- count) }
         return true
     }
 }

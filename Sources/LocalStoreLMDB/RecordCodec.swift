@@ -277,16 +277,25 @@ struct ByteReader {
         return s
     }
 
+    /// Whether every byte of `raw` is ASCII (then it is valid UTF-8 as it is).
+    @inline(__always)
     static func isASCII(_ raw: UnsafeRawBufferPointer) -> Bool {
-        var i = 0
         let n = raw.count
-        while i + 8 <= n {
-            if raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { return false }
-            i += 8
+        guard let p = raw.baseAddress else { return true }
+        if n >= 8 {
+            // Eight bytes at a time, the last eight read as one (overlapping) word. (`i + 8 < n` for
+            // every `i` reached: no overflow.)
+            var i = 0
+            while i &+ 8 < n {
+                if p.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { return false }
+                i &+= 8
+            }
+            return p.loadUnaligned(fromByteOffset: n &- 8, as: UInt64.self) & 0x8080_8080_8080_8080 == 0
         }
+        var i = 0
         while i < n {
-            if raw[i] & 0x80 != 0 { return false }
-            i += 1
+            if p.load(fromByteOffset: i, as: UInt8.self) & 0x80 != 0 { return false }
+            i &+= 1
         }
         return true
     }

@@ -21,6 +21,31 @@ struct CodecTests {
         ]
     }
 
+    @Test("the ASCII test reads every byte: one high byte anywhere, in strings of 0 to 48 bytes")
+    func asciiTestSeesEveryByte() {
+        for length in 0...48 {
+            // A buffer larger than the string, its bytes around the string non-ASCII: a word read past
+            // either end would see them.
+            var bytes = [UInt8](repeating: 0xC3, count: length + 16)
+            for k in 0..<length { bytes[8 + k] = UInt8(0x20 + k % 90) }
+            bytes.withUnsafeBytes { all in
+                let s = UnsafeRawBufferPointer(rebasing: all[8..<(8 + length)])
+                #expect(ByteReader.isASCII(s), "length \(length)")
+            }
+            for position in 0..<length {
+                for high: UInt8 in [0x80, 0xFF] {
+                    var damaged = bytes
+                    damaged[8 + position] = high
+                    damaged.withUnsafeBytes { all in
+                        let s = UnsafeRawBufferPointer(rebasing: all[8..<(8 + length)])
+                        #expect(!ByteReader.isASCII(s), "length \(length), byte \(position) = \(high)")
+                    }
+                }
+            }
+        }
+        #expect(ByteReader.isASCII(UnsafeRawBufferPointer(start: nil, count: 0)))
+    }
+
     @Test("records round-trip bit for bit")
     func recordRoundTrip() throws {
         for (n, row) in Self.sampleRows().enumerated() {

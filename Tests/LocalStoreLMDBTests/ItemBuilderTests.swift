@@ -192,6 +192,62 @@ struct ItemBuilderTests {
         Self.forEachDamaged(valid, &rng, attempt)
     }
 
+    /// Records that are well formed but wrong for the schema — a null id, a value of another type in a
+    /// column, a non-finite double, an extra column, invalid UTF-8 — reach the one-pass decoders (whole
+    /// rows and a projection), which must refuse each one the decoder refuses, with its message.
+    @Test("well-formed records of the wrong shape: refused by the builder exactly when the decoder refuses them")
+    func wrongShapeRecords() throws {
+        var rng = SeededRNG(seed: 5)
+        let schema = Self.plainSchema
+        let queries = [
+            try ResolvedQuery(Query("Plain"), schema: schema),
+            try ResolvedQuery(Query("Plain", select: ["id", "b"]), schema: schema),
+        ]
+        let builders = [ItemBuilder(schema: schema), ItemBuilder(queries[1])]
+        let substitutes: [Value] = [
+            .null, .int(7), .string("x"), .bool(true), .double(1.5), .double(.nan), .double(.infinity),
+            .date(Date(timeIntervalSinceReferenceDate: 3)), .binary([1, 2]), .json(.int(1)),
+        ]
+        var records: [[UInt8]] = []
+        for n in 0..<6 {
+            var row = Self.plainRow(&rng)
+            while row.count < schema.columns.count { row.append(.null) }
+            for k in 0..<row.count {
+                for v in substitutes {
+                    var changed = row
+                    changed[k] = v
+                    records.append(RecordCodec.encode(changed, rowId: UInt64(n)))
+                }
+            }
+            records.append(RecordCodec.encode(row + [.int(1)], rowId: UInt64(n)))  // one column too many
+            records.append(RecordCodec.encode(Array(row.prefix(1)), rowId: UInt64(n)))  // the id alone
+            records.append(RecordCodec.encode([], rowId: UInt64(n)))  // no column, no id
+        }
+        // A string column holding bytes that are not UTF-8.
+        var invalid = RecordCodec.encode([.string("id"), .string("ab")], rowId: 1)
+        invalid[invalid.count - 1] = 0xFF
+        records.append(invalid)
+        var refused = 0
+        for record in records {
+            record.withUnsafeBytes { raw in
+                let decoded = Result { try RecordCodec.decode(raw, schema: schema) }
+                if case .failure = decoded { refused += 1 }
+                for (builder, query) in zip(builders, queries) {
+                    let built = Result { try builder.item(raw) }
+                    switch (decoded, built) {
+                    case (.success(let d), .success(let item)):
+                        #expect(item == query.project(d.row))
+                    case (.failure(let a), .failure(let b)):
+                        #expect("\(a)" == "\(b)")
+                    default: Issue.record("decode and builder disagree on \(record)")
+                    }
+                }
+            }
+        }
+        // Most substitutes are refused (a test that refuses nothing would check nothing).
+        #expect(refused > records.count / 2)
+    }
+
     @Test("a query read again reuses its plan, and a new catalog generation plans again")
     func cachedPlans() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ItemBuilderTests-\(UUID().uuidString)")
