@@ -21,6 +21,10 @@ private let slotTreeInternalMinimum = slotTreeInternalCapacity / 2
 ///
 /// Not thread-safe by itself: the owning table is guarded by its store's readers-writer lock; readers only
 /// walk the tree, the single writer changes it.
+///
+/// ``insert(_:by:)`` and ``remove(_:by:)`` take the order as a closure or as a ``SlotOrdering`` value; the
+/// latter is specialized into the tree's code (no closure context, no call through a function pointer
+/// per comparison), which is what the table's index maintenance uses.
 final class SlotTree {
     /// A tree node: a leaf has no children and its `keys` are the entries; an internal node has
     /// `keys.count + 1` children and its `keys` are separators (live entries, see above).
@@ -43,12 +47,24 @@ final class SlotTree {
 
     init() {}
 
+    /// A closure as a ``SlotOrdering``.
+    struct ClosureOrder: SlotOrdering {
+        let order: (UInt32, UInt32) -> Int
+        @inline(__always) func compare(_ a: UInt32, _ b: UInt32) -> Int { order(a, b) }
+    }
+
     // MARK: Insertion
 
     /// Inserts `slot`, ordered by `order` (a total order: negative, zero or positive as the first slot's row
     /// sorts before, with or after the second's). Returns false when an equal entry is present.
     @discardableResult
     func insert(_ slot: UInt32, by order: (UInt32, UInt32) -> Int) -> Bool {
+        withoutActuallyEscaping(order) { insert(slot, by: ClosureOrder(order: $0)) }
+    }
+
+    /// ``insert(_:by:)`` with an order the compiler specializes.
+    @discardableResult
+    func insert<O: SlotOrdering>(_ slot: UInt32, by order: O) -> Bool {
         let (inserted, split) = Self.insert(slot, into: root, order)
         guard inserted else { return false }
         count += 1
@@ -58,10 +74,10 @@ final class SlotTree {
         return true
     }
 
-    private static func insert(_ slot: UInt32, into node: Node, _ order: (UInt32, UInt32) -> Int) -> (Bool, (UInt32, Node)?) {
+    private static func insert<O: SlotOrdering>(_ slot: UInt32, into node: Node, _ order: O) -> (Bool, (UInt32, Node)?) {
         if node.isLeaf {
-            let i = lowerBound(node.keys) { order($0, slot) }
-            if i < node.keys.count && order(node.keys[i], slot) == 0 { return (false, nil) }
+            let i = lowerBound(node.keys, slot, order)
+            if i < node.keys.count && order.compare(node.keys[i], slot) == 0 { return (false, nil) }
             node.keys.insert(slot, at: i)
             guard node.keys.count > slotTreeLeafCapacity else { return (true, nil) }
             let mid = node.keys.count / 2
@@ -69,7 +85,7 @@ final class SlotTree {
             node.keys.removeSubrange(mid...)
             return (true, (right.keys[0], right))
         }
-        let i = upperBound(node.keys) { order($0, slot) }
+        let i = upperBound(node.keys, slot, order)
         let (inserted, split) = insert(slot, into: node.children[i], order)
         guard let (separator, newChild) = split else { return (inserted, nil) }
         node.keys.insert(separator, at: i)
@@ -89,6 +105,12 @@ final class SlotTree {
     /// were when it was inserted); returns whether one was present.
     @discardableResult
     func remove(_ slot: UInt32, by order: (UInt32, UInt32) -> Int) -> Bool {
+        withoutActuallyEscaping(order) { remove(slot, by: ClosureOrder(order: $0)) }
+    }
+
+    /// ``remove(_:by:)`` with an order the compiler specializes.
+    @discardableResult
+    func remove<O: SlotOrdering>(_ slot: UInt32, by order: O) -> Bool {
         var wasFirst = false
         guard Self.remove(slot, from: root, order, &wasFirst) else { return false }
         count -= 1
@@ -98,7 +120,7 @@ final class SlotTree {
         // the first entry of the subtree on its right (it is the only separator that can name it).
         var node = root
         while !node.isLeaf {
-            let i = Self.upperBound(node.keys) { order($0, slot) }
+            let i = Self.upperBound(node.keys, slot, order)
             if i > 0 && node.keys[i - 1] == slot {
                 var first = node.children[i]
                 while !first.isLeaf { first = first.children[0] }
@@ -111,15 +133,15 @@ final class SlotTree {
     }
 
     /// Removes `slot` from the subtree; sets `wasFirst` when it was the first entry of its leaf.
-    private static func remove(_ slot: UInt32, from node: Node, _ order: (UInt32, UInt32) -> Int, _ wasFirst: inout Bool) -> Bool {
+    private static func remove<O: SlotOrdering>(_ slot: UInt32, from node: Node, _ order: O, _ wasFirst: inout Bool) -> Bool {
         if node.isLeaf {
-            let i = lowerBound(node.keys) { order($0, slot) }
+            let i = lowerBound(node.keys, slot, order)
             guard i < node.keys.count && node.keys[i] == slot else { return false }
             node.keys.remove(at: i)
             wasFirst = i == 0
             return true
         }
-        let i = upperBound(node.keys) { order($0, slot) }
+        let i = upperBound(node.keys, slot, order)
         guard remove(slot, from: node.children[i], order, &wasFirst) else { return false }
         let child = node.children[i]
         let underfull = child.isLeaf
@@ -279,6 +301,28 @@ final class SlotTree {
         return lo
     }
 
+    /// The index of the first key ordered at or after `slot` (``lowerBound(_:_:)`` with `order(k, slot)`).
+    private static func lowerBound<O: SlotOrdering>(_ keys: [UInt32], _ slot: UInt32, _ order: O) -> Int {
+        var lo = 0
+        var hi = keys.count
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2
+            if order.compare(keys[mid], slot) < 0 { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
+
+    /// The index of the first key ordered after `slot` (``upperBound(_:_:)`` with `order(k, slot)`).
+    private static func upperBound<O: SlotOrdering>(_ keys: [UInt32], _ slot: UInt32, _ order: O) -> Int {
+        var lo = 0
+        var hi = keys.count
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2
+            if order.compare(keys[mid], slot) > 0 { hi = mid } else { lo = mid + 1 }
+        }
+        return lo
+    }
+
     // MARK: Diagnostics
 
     /// Checks ordering, separators (each a live entry, routing correctly), occupancy, leaf depth and `count`
@@ -327,4 +371,10 @@ final class SlotTree {
         if let stale = separators.first(where: { !entries.contains($0) }) { return "separator names slot \(stale), not an entry" }
         return nil
     }
+}
+
+/// A total order of row slots for a ``SlotTree``: negative, zero or positive as the first slot's row sorts
+/// before, with or after the second's.
+protocol SlotOrdering {
+    func compare(_ a: UInt32, _ b: UInt32) -> Int
 }
