@@ -151,7 +151,8 @@ struct Bench: ParsableCommand {
         }
         report.environment["durability"] = BackendRegistry.durability
         report.environment["rounds"] =
-            "read-by-id, query-indexed, query-scan and count: the fastest of \(BenchRunner.readRounds) rounds; other workloads: one"
+            "\(Workload.repeatable.map(\.rawValue).joined(separator: ", ")): the fastest of \(BenchRunner.rounds) rounds "
+            + "(a round over \(Int(BenchRunner.repeatBelowSeconds)) s is not repeated); other workloads: one"
         try output(report)
     }
 

@@ -90,6 +90,23 @@ struct BenchSummaryTests {
         #expect(bars.pairs.sorted() == expected.sorted())
     }
 
+    /// `delta-token` and `open` leave the store as they found it, so they are repeated like the reads and
+    /// their fastest round is reported: one round's operations, not three rounds'.
+    @Test func deltaTokenAndOpenReportTheirFastestRound() throws {
+        let r = try CLI.run([
+            "bench", "--records", "200", "--workloads", "delta-token,open,local-write", "--backends", "sqlite", "--no-baselines",
+            "--format", "json",
+        ])
+        #expect(r.status == 0, "\(r.stderr)")
+        let report = try JSONDecoder().decode(BenchReport.self, from: Data(r.stdout.utf8))
+        let rounds = report.environment["rounds"] ?? ""
+        #expect(rounds.contains("delta-token") && rounds.contains("open") && !rounds.contains("local-write"), "\(rounds)")
+        let ops = Dictionary(report.results.map { ($0.workload, $0.ops) }, uniquingKeysWith: { a, _ in a })
+        #expect(ops["delta-token"] == 1000, "\(ops)")
+        #expect(ops["open"] == 20, "\(ops)")
+        #expect(ops["local-write"] == 20, "\(ops)")
+    }
+
     @Test func aSavedReportRendersAsSummaryMarkdownGrowthAndChart() throws {
         let dir = try Scratch()
         let r = try CLI.run(Self.arguments + ["--format", "json"])
@@ -98,7 +115,7 @@ struct BenchSummaryTests {
         try Data(r.stdout.utf8).write(to: URL(fileURLWithPath: path))
         let report = try JSONDecoder().decode(BenchReport.self, from: Data(r.stdout.utf8))
         #expect(report.results.count == (Self.backends.count + Self.baselines.count) * Self.workloads.count)
-        // Read-only workloads run three rounds; each result is one round (the fastest), not their sum.
+        // Repeatable workloads run three rounds; each result is one round (the fastest), not their sum.
         #expect(report.environment["rounds"]?.contains("fastest of 3 rounds") == true, "\(report.environment)")
         for result in report.results {
             #expect(result.ops == (result.workload == "count" ? 50 : 200), "\(result.backend) \(result.workload): \(result.ops) ops")
