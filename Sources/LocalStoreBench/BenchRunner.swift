@@ -195,80 +195,118 @@ public struct BenchRunner {
 
     /// Runs every workload on `backend` in a fresh temporary directory (removed afterwards).
     public func run(_ backend: BenchBackend) throws -> (results: [BenchResult], footprint: BenchFootprint) {
-        Memory.resetPeak()
-        let session = try BenchSession(backend: backend, records: records, seed: seed)
-        defer { session.removeFiles() }
+        let run = try BenchBackendRun(self, backend: backend)
+        defer { run.removeFiles() }
         var results: [BenchResult] = []
-        var heapBeforeLoad: Int64?
-        var heapPerRow: Double?
-        for workload in Workload.allCases where session.supports(workload) && workloads.map({ $0.contains(workload) }) ?? true {
-            if workloads != nil && (workload != .pushDrain || session.needsRefill(.pushDrain)) {
-                try session.prepare(for: workload)
-            }
-            var observing: BenchObservers?
-            if workload == .localWrite && observers > 0 {
-                observing = try session.subject.startObservers(observers)
-                if observing == nil { continue }
-            }
-            defer { observing?.stop() }
-            if workload == .upsert && !backend.isPersistent { heapBeforeLoad = Memory.residentBytes() }
-            defer {
-                if workload == .upsert, let before = heapBeforeLoad {
-                    heapPerRow = Double(Memory.residentBytes() - before) / Double(records)
-                }
-            }
-            progress?.begin(backend.name, workload)
-            // A repeatable workload runs up to `rounds` times and reports its fastest round (the one
-            // least disturbed by other processes: interference only ever adds time); a workload that
-            // changes what the next ones measure runs once.
-            let rounds = workload.isRepeatable ? Self.rounds : 1
-            let units = session.plannedUnits(of: workload)
-            var m = Measurement()
-            var ops = 0
-            for round in 0..<rounds {
-                if round > 0 && Double(m.totalNanos) / 1e9 > Self.repeatBelowSeconds { break }
-                var roundMeasurement = Measurement()
-                var roundOps = 0
-                for n in 0..<units {
-                    let done = try session.step(workload) { call in try roundMeasurement.time(call) }
-                    if workload == .pushDrain && done == 0 {
-                        // The call that found the queue empty is not an operation.
-                        roundMeasurement.dropLast()
-                        break
-                    }
-                    roundOps += done
-                    if n % 100 == 0 || units < 100 {
-                        progress?.update((Double(round) + Double(n + 1) / Double(units)) / Double(rounds))
-                    }
-                }
-                if round == 0 || roundMeasurement.totalNanos < m.totalNanos {
-                    m = roundMeasurement
-                    ops = roundOps
-                }
-            }
-            if workload == .pushDrain {
-                try BenchCheck.equal(ops, session.plannedUnits(of: .localWrite), "\(backend.name) push-drain drained")
-            }
-            let seconds = Double(m.totalNanos) / 1e9
-            if let dir = ProcessInfo.processInfo.environment["LOCALSTORE_BENCH_SAMPLES"] {
-                try m.write(to: "\(dir)/\(backend.name)-\(workload.rawValue).txt")
-            }
-            results.append(
-                BenchResult(
-                    backend: backend.name,
-                    workload: observing == nil ? workload.rawValue : "\(workload.rawValue)/\(observers) observers",
-                    ops: ops, seconds: seconds,
-                    opsPerSecond: seconds > 0 ? Double(ops) / seconds : 0,
-                    p50Micros: workload.isPerOperation ? m.percentile(0.50) : nil,
-                    p99Micros: workload.isPerOperation ? m.percentile(0.99) : nil, ratioToBaseline: nil))
+        for workload in run.workloads {
+            if let result = try run.run(workload) { results.append(result) }
         }
-        progress?.end()
+        return (results, try run.finish())
+    }
+}
+
+/// One backend's run, one workload at a time: what ``BenchRunner/run(_:)`` does in one go, for a caller
+/// that interleaves backends (`localstore bench` runs every backend's child process one workload at a
+/// time, in turns, so that a backend and its baseline are measured minutes closer together).
+public final class BenchBackendRun {
+    private let runner: BenchRunner
+    private let backend: BenchBackend
+    private let session: BenchSession
+    private var heapBeforeLoad: Int64?
+    private var heapPerRow: Double?
+
+    /// Resets the peak-memory counter and opens a fresh session (its store in a temporary directory).
+    public init(_ runner: BenchRunner, backend: BenchBackend) throws {
+        self.runner = runner
+        self.backend = backend
+        Memory.resetPeak()
+        session = try BenchSession(backend: backend, records: runner.records, seed: runner.seed)
+    }
+
+    /// The workloads to run, in order: the runner's selection, those the backend supports.
+    public var workloads: [Workload] {
+        Workload.allCases.filter { workload in session.supports(workload) && runner.workloads.map { $0.contains(workload) } ?? true }
+    }
+
+    /// Runs `workload` (one of ``workloads``) and returns its result; `nil` when it did not run (`local-write`
+    /// with observers on a subject that cannot observe).
+    public func run(_ workload: Workload) throws -> BenchResult? {
+        let progress = runner.progress
+        if runner.workloads != nil && (workload != .pushDrain || session.needsRefill(.pushDrain)) {
+            try session.prepare(for: workload)
+        }
+        var observing: BenchObservers?
+        if workload == .localWrite && runner.observers > 0 {
+            observing = try session.subject.startObservers(runner.observers)
+            if observing == nil { return nil }
+        }
+        defer { observing?.stop() }
+        if workload == .upsert && !backend.isPersistent { heapBeforeLoad = Memory.residentBytes() }
+        defer {
+            if workload == .upsert, let before = heapBeforeLoad {
+                heapPerRow = Double(Memory.residentBytes() - before) / Double(runner.records)
+            }
+        }
+        progress?.begin(backend.name, workload)
+        if let trace = ProcessInfo.processInfo.environment["LOCALSTORE_BENCH_TRACE"] {
+            // "<backend> <workload>" per line as each starts, appended (several processes share the file).
+            try BenchTrace.append("\(backend.name) \(workload.rawValue)\n", to: trace)
+        }
+        // A repeatable workload runs up to `rounds` times and reports its fastest round (the one
+        // least disturbed by other processes: interference only ever adds time); a workload that
+        // changes what the next ones measure runs once.
+        let rounds = workload.isRepeatable ? BenchRunner.rounds : 1
+        let units = session.plannedUnits(of: workload)
+        var m = Measurement()
+        var ops = 0
+        for round in 0..<rounds {
+            if round > 0 && Double(m.totalNanos) / 1e9 > BenchRunner.repeatBelowSeconds { break }
+            var roundMeasurement = Measurement()
+            var roundOps = 0
+            for n in 0..<units {
+                let done = try session.step(workload) { call in try roundMeasurement.time(call) }
+                if workload == .pushDrain && done == 0 {
+                    // The call that found the queue empty is not an operation.
+                    roundMeasurement.dropLast()
+                    break
+                }
+                roundOps += done
+                if n % 100 == 0 || units < 100 {
+                    progress?.update((Double(round) + Double(n + 1) / Double(units)) / Double(rounds))
+                }
+            }
+            if round == 0 || roundMeasurement.totalNanos < m.totalNanos {
+                m = roundMeasurement
+                ops = roundOps
+            }
+        }
+        if workload == .pushDrain {
+            try BenchCheck.equal(ops, session.plannedUnits(of: .localWrite), "\(backend.name) push-drain drained")
+        }
+        let seconds = Double(m.totalNanos) / 1e9
+        if let dir = ProcessInfo.processInfo.environment["LOCALSTORE_BENCH_SAMPLES"] {
+            try m.write(to: "\(dir)/\(backend.name)-\(workload.rawValue).txt")
+        }
+        return BenchResult(
+            backend: backend.name,
+            workload: observing == nil ? workload.rawValue : "\(workload.rawValue)/\(runner.observers) observers",
+            ops: ops, seconds: seconds,
+            opsPerSecond: seconds > 0 ? Double(ops) / seconds : 0,
+            p50Micros: workload.isPerOperation ? m.percentile(0.50) : nil,
+            p99Micros: workload.isPerOperation ? m.percentile(0.99) : nil, ratioToBaseline: nil)
+    }
+
+    /// Closes the store and returns the backend's footprint (store size, peak memory, bytes per row).
+    public func finish() throws -> BenchFootprint {
+        runner.progress?.end()
         try session.close()
-        let footprint = BenchFootprint(
+        return BenchFootprint(
             backend: backend.name, storeBytes: session.storeBytes, peakMemoryBytes: Memory.peakBytes(),
             residentBytesPerRow: heapPerRow, payloadBytesPerRow: heapPerRow == nil ? nil : session.payloadBytesPerRow)
-        return (results, footprint)
     }
+
+    /// Removes the store's files.
+    public func removeFiles() { session.removeFiles() }
 }
 
 enum BenchCheck {
@@ -450,5 +488,19 @@ public final class Progress {
         if shown && isTTY { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         shown = false
         label = ""
+    }
+}
+
+/// `LOCALSTORE_BENCH_TRACE=FILE`: the order in which workloads start, across processes.
+enum BenchTrace {
+    static func append(_ line: String, to path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        guard fd >= 0 else { throw LocalStoreError(.ioError, "bench: cannot open the trace file '\(path)' (errno \(errno))") }
+        defer { close(fd) }
+        let bytes = Array(line.utf8)
+        // One write of a short line with O_APPEND: lines of concurrent writers do not interleave.
+        guard bytes.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == bytes.count else {
+            throw LocalStoreError(.ioError, "bench: cannot write the trace file '\(path)' (errno \(errno))")
+        }
     }
 }

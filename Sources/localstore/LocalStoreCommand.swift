@@ -72,8 +72,13 @@ struct Bench: ParsableCommand {
     @Flag(help: "Run every backend in this process instead of one child process per backend (peak memory then includes what earlier backends left behind).")
     var inProcess = false
 
-    @Option(help: "Run each backend in this many child processes, in turns (every backend once, then again), and report per workload the run with the median throughput (odd numbers give a true median).")
+    @Option(help: "Run each backend in this many child processes, in turns (every backend once, then again), and report per workload the run with the median throughput (odd numbers give a true median). The children of one run take turns workload by workload.")
     var processes: Int = 1
+
+    /// Child mode: run the one backend of `--backends` one workload at a time, as the parent asks (a
+    /// workload name per line on stdin; a JSON line per answer on stdout). Not for people.
+    @Flag(help: .hidden)
+    var serve = false
 
     func validate() throws {
         guard records >= 1 else { throw ValidationError("--records must be at least 1") }
@@ -107,6 +112,10 @@ struct Bench: ParsableCommand {
     }
 
     func run() throws {
+        if serve {
+            try reportingFailures(serveWorkloads)
+            return
+        }
         try reportingFailures(runBench)
     }
 
@@ -128,26 +137,29 @@ struct Bench: ParsableCommand {
         var turns: [BenchReport] = []
         for _ in 0..<processes {
             var turn = report
-            for name in ordered {
-                guard let backend = BackendRegistry.backend(named: name) else { continue }
-                if inProcess {
+            if inProcess {
+                for name in ordered {
+                    guard let backend = BackendRegistry.backend(named: name) else { continue }
                     let (results, footprint) = try runner.run(backend)
                     turn.results += results
                     turn.footprints.append(footprint)
-                } else {
-                    let child = try runChild(backend: name)
-                    turn.results += child.results
-                    turn.footprints += child.footprints
                 }
-                if let base = backend.baseline { baselines[backend.name] = base }
+            } else {
+                let (results, footprints) = try runInterleaved(ordered)
+                turn.results += results
+                turn.footprints += footprints
+            }
+            for name in ordered {
+                if let backend = BackendRegistry.backend(named: name), let base = backend.baseline { baselines[backend.name] = base }
             }
             turns.append(turn)
         }
         report = BenchReport.median(of: turns)
         report.computeRatios(baselines: baselines)
-        if processes > 1 {
+        if !inProcess {
             report.environment["processes"] =
-                "each backend in \(processes) child processes, in turns; per workload the run with the median ops/s"
+                "each backend in a child process of its own, the children taking turns workload by workload"
+                + (processes > 1 ? "; \(processes) such runs, per workload the one with the median ops/s" : "")
         }
         report.environment["durability"] = BackendRegistry.durability
         report.environment["rounds"] =
@@ -173,28 +185,146 @@ struct Bench: ParsableCommand {
 }
 
 extension Bench {
-    /// Runs one backend in a child process (this executable, `bench --in-process`), so that its peak
-    /// memory is its own; returns the child's report.
-    func runChild(backend name: String) throws -> BenchReport {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
-        process.arguments = [
-            "bench", "--in-process", "--no-baselines", "--backends", name, "--records", String(records), "--seed",
-            String(seed), "--format", "json",
+    /// Runs every backend of `names` in a child process of its own (this executable, `bench --serve`),
+    /// so that its peak memory is its own, and interleaves them: each workload runs on every backend,
+    /// in `names` order, before the next workload starts. A backend and its baseline are then measured
+    /// seconds apart instead of minutes, so a machine that changes speed over minutes (another tenant,
+    /// frequency) moves both alike. Every child holds its store while the others run; only one works at
+    /// a time.
+    func runInterleaved(_ names: [String]) throws -> (results: [BenchResult], footprints: [BenchFootprint]) {
+        var children: [BenchChild] = []
+        defer { for child in children { child.stop() } }
+        for name in names where BackendRegistry.backend(named: name) != nil {
+            children.append(try BenchChild(backend: name, arguments: childArguments(name)))
+        }
+        var results: [BenchResult] = []
+        // Every child lists the workloads it runs; a workload runs where it is listed, in turns.
+        let lists = try children.map { try $0.workloads() }
+        for workload in Workload.allCases {
+            for (child, list) in zip(children, lists) where list.contains(workload) {
+                if let result = try child.run(workload) { results.append(result) }
+            }
+        }
+        var footprints: [BenchFootprint] = []
+        for child in children { footprints.append(try child.finish()) }
+        return (results, footprints)
+    }
+
+    private func childArguments(_ name: String) -> [String] {
+        [
+            "bench", "--serve", "--no-baselines", "--backends", name, "--records", String(records), "--seed", String(seed),
         ] + (workloads.map { ["--workloads", $0] } ?? []) + ["--observers", String(observers)]
-        let output = Pipe()
+    }
+
+    /// Child mode (`--serve`): opens the one backend's session, prints the workloads it runs (one JSON
+    /// line), then for each line read from stdin — a workload name — runs it and prints its result (a
+    /// JSON line, `null` when it did not run); `finish` prints the footprint and ends.
+    private func serveWorkloads() throws {
+        guard requested.count == 1, let backend = BackendRegistry.backend(named: requested[0]) else {
+            throw ValidationError("--serve runs exactly one backend")
+        }
+        let runner = BenchRunner(records: records, seed: seed, progress: Progress(), workloads: try selectedWorkloads(), observers: observers)
+        let run = try BenchBackendRun(runner, backend: backend)
+        defer { run.removeFiles() }
+        let encoder = JSONEncoder()
+        func reply<T: Encodable>(_ value: T) throws {
+            var data = try encoder.encode(value)
+            data.append(UInt8(ascii: "\n"))
+            FileHandle.standardOutput.write(data)
+        }
+        try reply(run.workloads.map(\.rawValue))
+        while let line = readLine() {
+            if line == "finish" {
+                try reply(try run.finish())
+                return
+            }
+            guard let workload = Workload(rawValue: line) else { throw ValidationError("--serve: unknown workload '\(line)'") }
+            try reply(try run.run(workload))
+        }
+        throw ValidationError("--serve: stdin ended before 'finish'")
+    }
+}
+
+/// A child process running one backend (`bench --serve`), driven one workload at a time.
+final class BenchChild {
+    let backend: String
+    private let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+    private var buffer = Data()
+    private var stopped = false
+
+    init(backend: String, arguments: [String]) throws {
+        self.backend = backend
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
+        process.arguments = arguments
+        process.standardInput = input
         process.standardOutput = output
         process.standardError = FileHandle.standardError
         try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
+    }
+
+    /// The workloads the child runs, in order.
+    func workloads() throws -> [Workload] {
+        try decode([String].self, try line()).compactMap(Workload.init(rawValue:))
+    }
+
+    /// Runs `workload` in the child; its result, or `nil` when it did not run.
+    func run(_ workload: Workload) throws -> BenchResult? {
+        try send(workload.rawValue)
+        return try decode(BenchResult?.self, try line())
+    }
+
+    /// Ends the child's run: its footprint.
+    func finish() throws -> BenchFootprint {
+        try send("finish")
+        let footprint = try decode(BenchFootprint.self, try line())
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw LocalStoreError(.internal, "bench: the child process for '\(name)' failed (status \(process.terminationStatus))")
+        stopped = true
+        guard process.terminationStatus == 0 else { throw failure("ended with status \(process.terminationStatus)") }
+        return footprint
+    }
+
+    /// Ends the child if it still runs (after an error in the parent or another child).
+    func stop() {
+        guard !stopped else { return }
+        stopped = true
+        try? input.fileHandleForWriting.close()
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+
+    private func send(_ text: String) throws {
+        try input.fileHandleForWriting.write(contentsOf: Data((text + "\n").utf8))
+    }
+
+    /// The next line the child prints (without its newline).
+    private func line() throws -> Data {
+        while true {
+            if let end = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = buffer[buffer.startIndex..<end]
+                buffer = Data(buffer[(end + 1)...])
+                return Data(line)
+            }
+            let more = output.fileHandleForReading.availableData
+            if more.isEmpty {
+                process.waitUntilExit()
+                stopped = true
+                throw failure("ended (status \(process.terminationStatus)) without an answer")
+            }
+            buffer.append(more)
         }
+    }
+
+    private func decode<T: Decodable>(_ type: T.Type, _ data: Data) throws -> T {
         do {
-            return try JSONDecoder().decode(BenchReport.self, from: data)
+            return try JSONDecoder().decode(type, from: data)
         } catch {
-            throw LocalStoreError(.internal, "bench: the child process for '\(name)' printed no report: \(error)")
+            throw failure("printed an answer that does not decode: \(error)")
         }
+    }
+
+    private func failure(_ what: String) -> LocalStoreError {
+        LocalStoreError(.internal, "bench: the child process for '\(backend)' \(what)")
     }
 }

@@ -107,6 +107,25 @@ struct BenchSummaryTests {
         #expect(ops["local-write"] == 20, "\(ops)")
     }
 
+    /// Each backend runs in a child process of its own, and the children take turns workload by workload:
+    /// every backend runs a workload before any runs the next one, so a backend and its baseline are
+    /// measured close together in time.
+    @Test func childProcessesTakeTurnsWorkloadByWorkload() throws {
+        let dir = try Scratch()
+        let trace = dir.path("trace.txt")
+        let r = try CLI.run(
+            ["bench", "--records", "200", "--workloads", "read-by-id,count,delta-token", "--backends", "memory,lmdb", "--format", "json"],
+            environment: ["LOCALSTORE_BENCH_TRACE": trace])
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n").map(String.init)
+        // The baselines first, then the backends, per workload.
+        var expected: [String] = []
+        for w in ["read-by-id", "count", "delta-token"] {
+            for b in ["sqlite-c", "lmdb-c", "memory", "lmdb"] { expected.append("\(b) \(w)") }
+        }
+        #expect(lines == expected)
+    }
+
     @Test func aSavedReportRendersAsSummaryMarkdownGrowthAndChart() throws {
         let dir = try Scratch()
         let r = try CLI.run(Self.arguments + ["--format", "json"])
