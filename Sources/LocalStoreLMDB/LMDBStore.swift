@@ -87,7 +87,9 @@ public final class LMDBStore: LocalStore {
     public let clearedStaleReaders: Int
 
     let environment: Environment
-    private let isClosed = Atomic<Bool>(false)
+    /// Whether the store is closed, with what the external-change probe reads (the probe holds this
+    /// object, weakly, never the store: see ``ProbeState``).
+    private let state: ProbeState
     /// Where committed changes are published (see docs/observation.md): commits of other processes
     /// (or other store objects on the same directory) are noticed when this store writes or reads,
     /// and every 100 ms while observed.
@@ -132,16 +134,18 @@ public final class LMDBStore: LocalStore {
             throw error
         }
         self.environment = environment
-        self.changeTracker = LMDBChangeTracker(center: changeCenter)
+        let changeTracker = LMDBChangeTracker(center: changeCenter)
+        self.changeTracker = changeTracker
+        state = ProbeState(environment: environment, changeTracker: changeTracker)
         self.clearedStaleReaders = cleared
         self.systemTableNames = names
         self.path = path
         self.options = options
-        changeCenter.setExternalChangeProbe(interval: Self.externalChangePollInterval) { [weak self] baseline in
-            guard let self, !self.isClosed.load(ordering: .acquiring),
-                let last = self.environment.lastCommittedTxnId()
+        changeCenter.setExternalChangeProbe(interval: Self.externalChangePollInterval) { [weak state = self.state] baseline in
+            guard let state, !state.isClosed.load(ordering: .acquiring),
+                let last = state.environment.lastCommittedTxnId()
             else { return }
-            self.changeTracker.sawCommitted(last, baseline: baseline)
+            state.changeTracker.sawCommitted(last, baseline: baseline)
         }
     }
 
@@ -153,13 +157,13 @@ public final class LMDBStore: LocalStore {
     static let externalChangePollInterval: Duration = .milliseconds(100)
 
     deinit {
-        if !isClosed.exchange(true, ordering: .acquiringAndReleasing) { environment.release() }
+        if !state.isClosed.exchange(true, ordering: .acquiringAndReleasing) { environment.release() }
         changeCenter.finish()
     }
 
     func checkOpen() throws {
         try environment.writer.check()
-        if isClosed.load(ordering: .acquiring) { throw LocalStoreError.closed() }
+        if state.isClosed.load(ordering: .acquiring) { throw LocalStoreError.closed() }
     }
 
     // MARK: LocalStore
@@ -191,7 +195,7 @@ public final class LMDBStore: LocalStore {
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func close() throws {
         try environment.writer.check()
-        if !isClosed.exchange(true, ordering: .acquiringAndReleasing) { environment.release() }
+        if !state.isClosed.exchange(true, ordering: .acquiringAndReleasing) { environment.release() }
         changeCenter.finish()
     }
 
@@ -491,5 +495,21 @@ enum LMDBSystemTables {
         try environment.write { context in
             for def in definitions { try context.perform(.define(def.schema, system: def)) }
         }
+    }
+}
+
+/// What the external-change probe of an ``LMDBStore`` reads, apart from the store: the probe's closure
+/// references this object (weakly, to stay out of a cycle through the change center), never the store.
+/// An object that is weakly referenced gets a side table, and every retain and release of it then takes
+/// the Swift runtime's slow path; the store is retained on most calls (its side table cost about 3% of a
+/// read by id).
+private final class ProbeState: Sendable {
+    let environment: Environment
+    let changeTracker: LMDBChangeTracker
+    let isClosed = Atomic<Bool>(false)
+
+    init(environment: Environment, changeTracker: LMDBChangeTracker) {
+        self.environment = environment
+        self.changeTracker = changeTracker
     }
 }
