@@ -76,7 +76,7 @@ final class SlotTree {
 
     private static func insert<O: SlotOrdering>(_ slot: UInt32, into node: Node, _ order: O) -> (Bool, (UInt32, Node)?) {
         if node.isLeaf {
-            let i = lowerBound(node.keys, slot, order)
+            let i = lowerBound(node.keys) { order.compare($0, slot) }
             if i < node.keys.count && order.compare(node.keys[i], slot) == 0 { return (false, nil) }
             node.keys.insert(slot, at: i)
             guard node.keys.count > slotTreeLeafCapacity else { return (true, nil) }
@@ -85,7 +85,7 @@ final class SlotTree {
             node.keys.removeSubrange(mid...)
             return (true, (right.keys[0], right))
         }
-        let i = upperBound(node.keys, slot, order)
+        let i = upperBound(node.keys) { order.compare($0, slot) }
         let (inserted, split) = insert(slot, into: node.children[i], order)
         guard let (separator, newChild) = split else { return (inserted, nil) }
         node.keys.insert(separator, at: i)
@@ -120,7 +120,7 @@ final class SlotTree {
         // the first entry of the subtree on its right (it is the only separator that can name it).
         var node = root
         while !node.isLeaf {
-            let i = Self.upperBound(node.keys, slot, order)
+            let i = Self.upperBound(node.keys) { order.compare($0, slot) }
             if i > 0 && node.keys[i - 1] == slot {
                 var first = node.children[i]
                 while !first.isLeaf { first = first.children[0] }
@@ -135,13 +135,13 @@ final class SlotTree {
     /// Removes `slot` from the subtree; sets `wasFirst` when it was the first entry of its leaf.
     private static func remove<O: SlotOrdering>(_ slot: UInt32, from node: Node, _ order: O, _ wasFirst: inout Bool) -> Bool {
         if node.isLeaf {
-            let i = lowerBound(node.keys, slot, order)
+            let i = lowerBound(node.keys) { order.compare($0, slot) }
             guard i < node.keys.count && node.keys[i] == slot else { return false }
             node.keys.remove(at: i)
             wasFirst = i == 0
             return true
         }
-        let i = upperBound(node.keys, slot, order)
+        let i = upperBound(node.keys) { order.compare($0, slot) }
         guard remove(slot, from: node.children[i], order, &wasFirst) else { return false }
         let child = node.children[i]
         let underfull = child.isLeaf
@@ -297,28 +297,6 @@ final class SlotTree {
         while lo < hi {
             let mid = lo + (hi - lo) / 2
             if probe(keys[mid]) > 0 { hi = mid } else { lo = mid + 1 }
-        }
-        return lo
-    }
-
-    /// The index of the first key ordered at or after `slot` (``lowerBound(_:_:)`` with `order(k, slot)`).
-    private static func lowerBound<O: SlotOrdering>(_ keys: [UInt32], _ slot: UInt32, _ order: O) -> Int {
-        var lo = 0
-        var hi = keys.count
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2
-            if order.compare(keys[mid], slot) < 0 { lo = mid + 1 } else { hi = mid }
-        }
-        return lo
-    }
-
-    /// The index of the first key ordered after `slot` (``upperBound(_:_:)`` with `order(k, slot)`).
-    private static func upperBound<O: SlotOrdering>(_ keys: [UInt32], _ slot: UInt32, _ order: O) -> Int {
-        var lo = 0
-        var hi = keys.count
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2
-            if order.compare(keys[mid], slot) > 0 { hi = mid } else { lo = mid + 1 }
         }
         return lo
     }

@@ -244,13 +244,11 @@ struct ItemBuilder: Sendable {
         _ out: UnsafeMutablePointer<Value>
     ) -> Bool {
         var i = start
+        // `n` values are initialized; the loop ends early (`break scan`, `n < count`) at anything the
+        // one-pass decoder does not accept.
         var n = 0
-        var ok = true
         scan: while n < count {
-            guard i < end else {
-                ok = false
-                break scan
-            }
+            guard i < end else { break scan }
             let tag = p.load(fromByteOffset: i, as: UInt8.self)
             let expected = tags[n]
             i &+= 1
@@ -258,71 +256,46 @@ struct ItemBuilder: Sendable {
             switch tag {
             case RecordCodec.Tag.null:
                 // The id is never null.
-                guard n != idIndex else {
-                    ok = false
-                    break scan
-                }
+                guard n != idIndex else { break scan }
                 value = .null
             case RecordCodec.Tag.false, RecordCodec.Tag.true:
-                guard expected == RecordCodec.Tag.false else {
-                    ok = false
-                    break scan
-                }
+                guard expected == RecordCodec.Tag.false else { break scan }
                 value = .bool(tag == RecordCodec.Tag.true)
             case RecordCodec.Tag.int:
-                guard expected == RecordCodec.Tag.int, let u = SimpleRecordTest.varint(p, &i, end) else {
-                    ok = false
-                    break scan
-                }
+                guard expected == RecordCodec.Tag.int, let u = SimpleRecordTest.varint(p, &i, end) else { break scan }
                 value = .int(RecordCodec.unzigzag(u))
             case RecordCodec.Tag.double, RecordCodec.Tag.date:
-                guard expected == tag, end &- i >= 8 else {
-                    ok = false
-                    break scan
-                }
+                guard expected == tag, end &- i >= 8 else { break scan }
                 let d = Double(bitPattern: UInt64(littleEndian: p.loadUnaligned(fromByteOffset: i, as: UInt64.self)))
                 i &+= 8
                 if tag == RecordCodec.Tag.date {
                     value = .date(Date(timeIntervalSinceReferenceDate: d))
                 } else {
-                    guard d.isFinite else {
-                        ok = false
-                        break scan
-                    }
+                    guard d.isFinite else { break scan }
                     value = .double(d)
                 }
             case RecordCodec.Tag.string:
-                guard expected == tag, let length = SimpleRecordTest.varint(p, &i, end), length <= UInt64(end &- i) else {
-                    ok = false
-                    break scan
-                }
+                guard expected == tag, let length = SimpleRecordTest.varint(p, &i, end), length <= UInt64(end &- i) else { break scan }
                 let raw = UnsafeRawBufferPointer(start: p + i, count: Int(length))
                 i &+= Int(length)
                 if ByteReader.isASCII(raw) {
                     value = .string(String(decoding: raw, as: UTF8.self))
                 } else {
-                    guard let s = String(validating: raw, as: UTF8.self) else {
-                        ok = false
-                        break scan
-                    }
+                    guard let s = String(validating: raw, as: UTF8.self) else { break scan }
                     value = .string(s)
                 }
             case RecordCodec.Tag.binary:
-                guard expected == tag, let length = SimpleRecordTest.varint(p, &i, end), length <= UInt64(end &- i) else {
-                    ok = false
-                    break scan
-                }
+                guard expected == tag, let length = SimpleRecordTest.varint(p, &i, end), length <= UInt64(end &- i) else { break scan }
                 value = .binary(Array(UnsafeRawBufferPointer(start: p + i, count: Int(length))))
                 i &+= Int(length)
             default:
-                ok = false
                 break scan
             }
             (out + n).initialize(to: consume value)
             n &+= 1
         }
         // Every byte read, and the id stored (a column the record is too short to hold is null).
-        guard ok, i == end, idIndex < count else {
+        guard n == count, i == end, idIndex < count else {
             out.deinitialize(count: n)
             return false
         }
