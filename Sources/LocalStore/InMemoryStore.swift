@@ -454,7 +454,7 @@ final class MemTable {
     }
 
     private func makeOrders() {
-        columnOrders = Dictionary(uniqueKeysWithValues: indexedColumns.map { ($0, IndexOrder(parts: [(columns[$0], false)], id: idColumn)) })
+        columnOrders = Dictionary(uniqueKeysWithValues: indexedColumns.map { ($0, columnIndexOrder($0)) })
         compoundOrders = compound.map(compoundIndexOrder)
         idOrderFunction = IndexOrder(parts: [], id: idColumn)
     }
@@ -489,9 +489,9 @@ final class MemTable {
 
     // MARK: Orders
 
-    /// Orders two slots by their ids (NOCASE for strings), as every index breaks ties.
-    @inline(__always) func compareIds(_ a: UInt32, _ b: UInt32) -> Int {
-        idColumn.compare(Int(a), Int(b), noCase: true)
+    /// The order of the index of column `n`: its value, then the id.
+    func columnIndexOrder(_ n: Int) -> IndexOrder {
+        IndexOrder(parts: [(columns[n], false)], id: idColumn)
     }
 
     /// The order of a compound index: each component ascending or descending (nulls then last), then id.
@@ -547,7 +547,7 @@ final class MemTable {
         layout = ItemLayout(names: newSchema.columns.map(\.name))
         for (n, c) in newSchema.columns.enumerated() where c.indexed && n != newSchema.idIndex && indexes[n] == nil {
             let tree = SlotTree()
-            let order = IndexOrder(parts: [(columns[n], false)], id: idColumn)
+            let order = columnIndexOrder(n)
             for slot in live.indices where live[slot] { tree.insert(UInt32(slot), by: order) }
             indexes[n] = tree
         }
