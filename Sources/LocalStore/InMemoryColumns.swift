@@ -144,8 +144,6 @@ final class MemColumn {
         }
     }
 
-    /// Orders the value of `slot` against `v` as ``Collation/compare(_:_:noCase:)`` orders the stored value
-    /// against `v`.
     /// ``compare(_:_:noCase:)`` of an integer column's slot with `.int(y)`, without the switch.
     @inline(__always) func compareInt(_ slot: Int, _ y: Int64) -> Int {
         if state[slot] == 0 { return -1 }
@@ -153,6 +151,8 @@ final class MemColumn {
         return x < y ? -1 : (x == y ? 0 : 1)
     }
 
+    /// Orders the value of `slot` against `v` as ``Collation/compare(_:_:noCase:)`` orders the stored value
+    /// against `v`.
     func compare(_ slot: Int, _ v: Value, noCase: Bool) -> Int {
         let s = state[slot]
         if s == 0 { return v.isNull ? 0 : -1 }

@@ -197,9 +197,7 @@ struct ItemBuilder: Sendable {
                             value = .double(d)
                         }
                     case RecordCodec.Tag.string:
-                        guard tags[n] == tag, let length = SimpleRecordTest.varint(p, &i, end), length <= UInt64(end - i) else { return false }
-                        let raw = UnsafeRawBufferPointer(start: p + i, count: Int(length))
-                        i += Int(length)
+                        guard tags[n] == tag, let raw = ItemBuilder.lengthPrefixed(p, &i, end) else { return false }
                         if ByteReader.isASCII(raw) {
                             if slot < 0 {
                                 if n == idIndex { hasId = true }
@@ -211,9 +209,7 @@ struct ItemBuilder: Sendable {
                             value = .string(s)
                         }
                     case RecordCodec.Tag.binary:
-                        guard tags[n] == tag, let length = SimpleRecordTest.varint(p, &i, end), length <= UInt64(end - i) else { return false }
-                        let raw = UnsafeRawBufferPointer(start: p + i, count: Int(length))
-                        i += Int(length)
+                        guard tags[n] == tag, let raw = ItemBuilder.lengthPrefixed(p, &i, end) else { return false }
                         if n == idIndex { hasId = true }
                         if slot < 0 { continue }
                         value = .binary(Array(raw))
@@ -231,6 +227,16 @@ struct ItemBuilder: Sendable {
             }
             return true
         }
+    }
+
+    /// The bytes of a string or binary value whose length varint starts at `i` (past its tag), with `i`
+    /// moved past them; `nil` when the length does not decode or runs past `end`.
+    @inline(__always)
+    private static func lengthPrefixed(_ p: UnsafeRawPointer, _ i: inout Int, _ end: Int) -> UnsafeRawBufferPointer? {
+        guard let length = SimpleRecordTest.varint(p, &i, end), length <= UInt64(end &- i) else { return nil }
+        let raw = UnsafeRawBufferPointer(start: p + i, count: Int(length))
+        i &+= Int(length)
+        return raw
     }
 
     /// ``fillPlain(_:_:)`` for a builder of whole rows (every column, in schema order), past the
@@ -275,9 +281,7 @@ struct ItemBuilder: Sendable {
                     value = .double(d)
                 }
             case RecordCodec.Tag.string:
-                guard expected == tag, let length = SimpleRecordTest.varint(p, &i, end), length <= UInt64(end &- i) else { break scan }
-                let raw = UnsafeRawBufferPointer(start: p + i, count: Int(length))
-                i &+= Int(length)
+                guard expected == tag, let raw = ItemBuilder.lengthPrefixed(p, &i, end) else { break scan }
                 if ByteReader.isASCII(raw) {
                     value = .string(String(decoding: raw, as: UTF8.self))
                 } else {
@@ -285,9 +289,8 @@ struct ItemBuilder: Sendable {
                     value = .string(s)
                 }
             case RecordCodec.Tag.binary:
-                guard expected == tag, let length = SimpleRecordTest.varint(p, &i, end), length <= UInt64(end &- i) else { break scan }
-                value = .binary(Array(UnsafeRawBufferPointer(start: p + i, count: Int(length))))
-                i &+= Int(length)
+                guard expected == tag, let raw = ItemBuilder.lengthPrefixed(p, &i, end) else { break scan }
+                value = .binary(Array(raw))
             default:
                 break scan
             }

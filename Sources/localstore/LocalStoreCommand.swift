@@ -134,6 +134,9 @@ struct Bench: ParsableCommand {
         var baselines: [String: String] = [:]
         // Baselines first, so a backend's ratio is available as soon as it is measured.
         let ordered = names.filter { BackendRegistry.baselineNames.contains($0) } + names.filter { !BackendRegistry.baselineNames.contains($0) }
+        for name in ordered {
+            if let backend = BackendRegistry.backend(named: name), let base = backend.baseline { baselines[backend.name] = base }
+        }
         var turns: [BenchReport] = []
         for _ in 0..<processes {
             var turn = report
@@ -148,9 +151,6 @@ struct Bench: ParsableCommand {
                 let (results, footprints) = try runInterleaved(ordered)
                 turn.results += results
                 turn.footprints += footprints
-            }
-            for name in ordered {
-                if let backend = BackendRegistry.backend(named: name), let base = backend.baseline { baselines[backend.name] = base }
             }
             turns.append(turn)
         }
