@@ -906,6 +906,13 @@ struct QueryRunner {
             case .longKey: break  // the walk below groups truncated keys
             }
         }
+        if let index, !descending, QueryRunner.walkIsQueryOrder(index, groupComponents: groupComponents, sort: sort, idIndex: idIndex) {
+            switch try orderedWholeIndexKeys(dbi, range, primary: primary, budget: budget, limit: limit, exact: exact) {
+            case .taken(let out): return .records(out, count: out.count)
+            case .overBudget: return nil
+            case .longKey: break  // the walk below groups truncated keys
+            }
+        }
         let txn = try context.activeTxn()
         // The descending flags of the components that form a group (index walks).
         let groupFlags = index.map { Array($0.components.prefix(groupComponents).map(\.descending)) } ?? []
@@ -992,7 +999,8 @@ struct QueryRunner {
         return .records(out, count: out.count)
     }
 
-    /// What ``orderedWholeIds(_:_:descending:budget:limit:)`` found.
+    /// What ``orderedWholeIds(_:_:descending:budget:limit:)`` and
+    /// ``orderedWholeIndexKeys(_:_:primary:budget:limit:exact:)`` found.
     private enum WholeIdWalk {
         /// The rows the walk takes, in order.
         case taken([TakenRecord])
@@ -1021,6 +1029,65 @@ struct QueryRunner {
                 if key.count > KeyCodec.prefixLimit { return .longKey }
                 if try test.matches(value, simple) {
                     out.append(TakenRecord(record: value, key: key))
+                    if out.count >= limit { break }
+                }
+            }
+            return .taken(out)
+        }
+    }
+
+    /// Whether a forward walk of `index`, grouped by all its components, yields whole-key entries in the
+    /// full order of `sort` (the resolved keys, ending with the `id` tie-break): every component is a
+    /// group component (an equality or a sort key the walk answers, so within a group the entries differ
+    /// by id alone), none is NOCASE, every sort key is on an index column except the final `id` tie-break,
+    /// which is ascending as the id part of every index key is. Then every group of whole keys is
+    /// already in order and ``orderedWholeIndexKeys(_:_:primary:budget:limit:exact:)`` can take the
+    /// entries as they come.
+    static func walkIsQueryOrder(_ index: IndexDefinition, groupComponents: Int, sort: [ResolvedSortKey], idIndex: Int) -> Bool {
+        guard groupComponents == index.components.count, !index.components.contains(where: \.noCase),
+            let last = sort.last, last.column == idIndex, !last.descending
+        else { return false }
+        return sort.dropLast().allSatisfy { key in index.components.contains { $0.column == key.column } }
+    }
+
+    /// The index walk of ``ordered`` while every key is whole, when the index order is the query order
+    /// (``walkIsQueryOrder(_:groupComponents:sort:idIndex:)``): each entry's row is read, tested (unless
+    /// `exact` and the key lies within the range's full-key bounds) and taken as it comes until `limit`
+    /// are out — no group keys computed or compared. Stops at the first truncated key (`.longKey`: the
+    /// grouping walk must run instead), as ``orderedWholeIds(_:_:descending:budget:limit:)`` does.
+    private func orderedWholeIndexKeys(
+        _ dbi: MDB_dbi, _ range: KeyRange, primary: MDB_dbi, budget: Int, limit: Int, exact: Bool
+    ) throws -> WholeIdWalk {
+        let txn = try context.activeTxn()
+        let s = range.stored
+        let name = schema.name
+        // Made on the first row that must be tested (never, for an exact range of whole keys).
+        var test: RecordFilter? = nil
+        var simple: SimpleRecordTest? = nil
+        return try context.withRange(dbi, lower: s.lower, upper: s.upper, descending: false) { cursor in
+            var out: [TakenRecord] = []
+            out.reserveCapacity(min(limit, 1024))
+            var visited = 0
+            while let (key, value) = try cursor.next() {
+                visited += 1
+                if visited > budget { return .overBudget }
+                if key.count > KeyCodec.prefixLimit { return .longKey }
+                guard let record = try QueryRunner.record(txn, primary, storedKey: value) else {
+                    throw LMDBErrors.corrupt("an index of table '\(name)' names a row that does not exist", table: name)
+                }
+                let taken: Bool
+                if exact && range.holdsWhole(key) {
+                    taken = true
+                } else if let test {
+                    taken = try test.matches(record, simple)
+                } else {
+                    let t = RecordFilter(query)
+                    simple = t.simple
+                    test = t
+                    taken = try t.matches(record, simple)
+                }
+                if taken {
+                    out.append(TakenRecord(record: record, key: value))
                     if out.count >= limit { break }
                 }
             }
