@@ -159,14 +159,15 @@ extension LocalStoreAccess {
         throws -> TableOperation
     {
         try write { tx in
-            let next = try nextOperationId(tx)
+            let shortcuts = tx as? any SystemTableShortcuts
+            let next = try nextOperationId(tx, shortcuts)
             let op = TableOperation(id: next, table: table, tableKind: tableKind, itemId: itemId, properties: properties)
-            if let shortcuts = tx as? any SystemTableShortcuts {
+            if let shortcuts {
                 try shortcuts.insertOperation(op)
             } else {
                 try tx.genericInsertOperation(op)
             }
-            try recordOperationIdHighWater(next, tx)
+            try recordOperationIdHighWater(next, tx, shortcuts)
             return op
         }
     }

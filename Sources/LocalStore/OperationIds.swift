@@ -17,8 +17,17 @@ extension LocalStoreAccess {
     /// The highest operation id ever given out by `appendOperation` in this store (0 when none was),
     /// read by primary key from the config table. A damaged value is a `corrupt` error naming the row.
     public func operationIdHighWaterMark() throws -> Int64 {
+        try operationIdHighWaterMark(shortcuts: self as? any SystemTableReadShortcuts)
+    }
+
+    /// ``operationIdHighWaterMark()`` read through `shortcuts` (`self`'s, cast by the caller) or, when it
+    /// is `nil`, with `read(table:id:)`.
+    func operationIdHighWaterMark(shortcuts: (any SystemTableReadShortcuts)?) throws -> Int64 {
         let config = systemTableNames.config
-        guard let row = try ConfigRowReading.row(self, id: TableConfigEntry.operationIdHighWaterId) else { return 0 }
+        let id = TableConfigEntry.operationIdHighWaterId
+        let found: ConfigRow?
+        if let shortcuts { found = try shortcuts.configRow(id: id) } else { found = try genericConfigRow(id: id) }
+        guard let row = found else { return 0 }
         let value = row.value
         guard let text = value.stringValue, let mark = Int64(text), mark >= 0 else {
             throw LocalStoreError(
@@ -30,16 +39,18 @@ extension LocalStoreAccess {
     }
 
     /// The id the next appended operation gets: one more than both the largest id in the operations
-    /// table and the high-water mark. Must run inside the appending transaction.
-    func nextOperationId(_ tx: any LocalStoreTransaction) throws -> Int64 {
+    /// table and the high-water mark. Must run inside the appending transaction; `shortcuts` is `tx`'s
+    /// (`tx as? any SystemTableShortcuts`, cast once by the caller for all its steps: each cast asks the
+    /// runtime's conformance cache, ~1.4 k instructions).
+    func nextOperationId(_ tx: any LocalStoreTransaction, _ shortcuts: (any SystemTableShortcuts)?) throws -> Int64 {
         let ops = tx.systemTableNames.operations
         let last: Int64?
-        if let shortcuts = tx as? any SystemTableShortcuts {
+        if let shortcuts {
             last = try shortcuts.largestOperationId()
         } else {
             last = try tx.genericLargestOperationId()
         }
-        let base = max(last ?? 0, try tx.operationIdHighWaterMark())
+        let base = max(last ?? 0, try tx.operationIdHighWaterMark(shortcuts: shortcuts))
         guard base < Int64.max else {
             throw LocalStoreError(
                 .full, "the operation ids of \(ops) are exhausted: id \(base) is in use or was given out, no larger id exists",
@@ -48,12 +59,13 @@ extension LocalStoreAccess {
         return base + 1
     }
 
-    /// Records `id` as the highest operation id given out. Must run inside the appending transaction.
-    func recordOperationIdHighWater(_ id: Int64, _ tx: any LocalStoreTransaction) throws {
+    /// Records `id` as the highest operation id given out. Must run inside the appending transaction;
+    /// `shortcuts` as for ``nextOperationId(_:_:)``.
+    func recordOperationIdHighWater(_ id: Int64, _ tx: any LocalStoreTransaction, _ shortcuts: (any SystemTableShortcuts)?) throws {
         let entry = TableConfigEntry(
             id: TableConfigEntry.operationIdHighWaterId, table: "", key: "operationIdHighWater",
             keyType: TableConfigEntry.localStoreKeyType, value: String(id))
-        if let shortcuts = tx as? any SystemTableShortcuts {
+        if let shortcuts {
             try shortcuts.storeConfigEntry(entry)
         } else {
             try tx.genericStoreConfigEntry(entry)

@@ -293,10 +293,11 @@ extension LocalStoreAccess {
                 try tx.removeOperation(id: op.id)
                 return .removed(operationId: op.id)
             default:
-                let id = try nextOperationId(tx)
+                let shortcuts = tx as? any SystemTableShortcuts
+                let id = try nextOperationId(tx, shortcuts)
                 let op = QueuedOperation(id: id, table: schema.name, itemId: itemId, kind: kind, item: snapshot)
                 try tx.upsert([op.record.item], into: tx.systemTableNames.operations, options: .strict)
-                try recordOperationIdHighWater(id, tx)
+                try recordOperationIdHighWater(id, tx, shortcuts)
                 return .added(op)
             }
         }
