@@ -1019,7 +1019,21 @@ struct QueryRunner {
     ) throws -> WholeIdWalk {
         let test = RecordFilter(query)
         let simple = test.simple
-        return try context.withRange(dbi, lower: s.lower, upper: s.upper, descending: descending) { cursor in
+        return try wholeKeyWalk(dbi, s, descending: descending, budget: budget, limit: limit) { key, value in
+            try test.matches(value, simple) ? TakenRecord(record: value, key: key) : nil
+        }
+    }
+
+    /// The loop of the walks that take entries as they come while every key is whole
+    /// (``orderedWholeIds(_:_:descending:budget:limit:)``, ``orderedWholeIndexKeys(_:_:primary:budget:limit:exact:)``):
+    /// `take` makes the record an entry contributes, or `nil` when it does not match; the walk stops once
+    /// `limit` are taken, after `budget` entries (`.overBudget`), or at the first truncated key (`.longKey`).
+    @inline(__always)
+    private func wholeKeyWalk(
+        _ dbi: MDB_dbi, _ s: KeyRange, descending: Bool, budget: Int, limit: Int,
+        _ take: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> TakenRecord?
+    ) throws -> WholeIdWalk {
+        try context.withRange(dbi, lower: s.lower, upper: s.upper, descending: descending) { cursor in
             var out: [TakenRecord] = []
             out.reserveCapacity(min(limit, 1024))
             var visited = 0
@@ -1027,8 +1041,8 @@ struct QueryRunner {
                 visited += 1
                 if visited > budget { return .overBudget }
                 if key.count > KeyCodec.prefixLimit { return .longKey }
-                if try test.matches(value, simple) {
-                    out.append(TakenRecord(record: value, key: key))
+                if let taken = try take(key, value) {
+                    out.append(taken)
                     if out.count >= limit { break }
                 }
             }
@@ -1064,34 +1078,22 @@ struct QueryRunner {
         // Made on the first row that must be tested (never, for an exact range of whole keys).
         var test: RecordFilter? = nil
         var simple: SimpleRecordTest? = nil
-        return try context.withRange(dbi, lower: s.lower, upper: s.upper, descending: false) { cursor in
-            var out: [TakenRecord] = []
-            out.reserveCapacity(min(limit, 1024))
-            var visited = 0
-            while let (key, value) = try cursor.next() {
-                visited += 1
-                if visited > budget { return .overBudget }
-                if key.count > KeyCodec.prefixLimit { return .longKey }
-                guard let record = try QueryRunner.record(txn, primary, storedKey: value) else {
-                    throw LMDBErrors.corrupt("an index of table '\(name)' names a row that does not exist", table: name)
-                }
-                let taken: Bool
-                if exact && range.holdsWhole(key) {
-                    taken = true
-                } else if let test {
-                    taken = try test.matches(record, simple)
-                } else {
-                    let t = RecordFilter(query)
-                    simple = t.simple
-                    test = t
-                    taken = try t.matches(record, simple)
-                }
-                if taken {
-                    out.append(TakenRecord(record: record, key: value))
-                    if out.count >= limit { break }
-                }
+        return try wholeKeyWalk(dbi, s, descending: false, budget: budget, limit: limit) { key, value in
+            guard let record = try QueryRunner.record(txn, primary, storedKey: value) else {
+                throw LMDBErrors.corrupt("an index of table '\(name)' names a row that does not exist", table: name)
             }
-            return .taken(out)
+            let taken: Bool
+            if exact && range.holdsWhole(key) {
+                taken = true
+            } else if let test {
+                taken = try test.matches(record, simple)
+            } else {
+                let t = RecordFilter(query)
+                simple = t.simple
+                test = t
+                taken = try t.matches(record, simple)
+            }
+            return taken ? TakenRecord(record: record, key: value) : nil
         }
     }
 
