@@ -38,6 +38,7 @@ extension ConformanceSuite {
         ConformanceCheck(name: "compoundIndexQueries", compoundIndexQueries),
         ConformanceCheck(name: "compoundIndexRandomQueries", compoundIndexRandomQueries),
         ConformanceCheck(name: "compoundIndexLongKeys", compoundIndexLongKeys),
+        ConformanceCheck(name: "compoundIndexLongIdTies", compoundIndexLongIdTies),
         ConformanceCheck(name: "defineTableInvalidIdentifiers", defineTableInvalidIdentifiers),
         ConformanceCheck(name: "defineTableReservedNames", defineTableReservedNames),
         ConformanceCheck(name: "defineTableColumnLimit", defineTableColumnLimit),

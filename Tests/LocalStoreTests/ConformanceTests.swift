@@ -60,6 +60,7 @@ struct ConformanceTests {
         "compoundIndexQueries",
         "compoundIndexRandomQueries",
         "compoundIndexLongKeys",
+        "compoundIndexLongIdTies",
         "defineTableInvalidIdentifiers",
         "defineTableReservedNames",
         "defineTableColumnLimit",
@@ -187,6 +188,7 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func compoundIndexQueries(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func compoundIndexRandomQueries(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func compoundIndexLongKeys(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func compoundIndexLongIdTies(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func defineTableInvalidIdentifiers(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func defineTableReservedNames(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func defineTableColumnLimit(_ backend: StoreFactory) throws { try runCheck(backend) }

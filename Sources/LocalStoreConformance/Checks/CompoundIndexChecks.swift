@@ -213,6 +213,58 @@ extension ConformanceSuite {
     }
 }
 
+extension ConformanceSuite {
+    /// Ties broken by long ids: rows equal on every column of a compound index, whose ids share their first
+    /// 600 bytes (longer than an index entry may hold whole) and differ after them, in letters of either
+    /// case, written against their order, next to short ids in the same groups. Every walk of the index — in its order,
+    /// reversed, under an equality prefix or a range, cut by skip and top — returns the reference's rows
+    /// in the reference's order: `id` breaks the ties, compared as the id column compares (NOCASE), however
+    /// the index stores long ids.
+    public static func compoundIndexLongIdTies(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(compoundSchema(indexes: [TableIndex(("grp", .ascending), ("score", .descending))]))
+            let shared = String(repeating: "q", count: 600)
+            var rows: [Reference.Row] = []
+            // Written in descending id order, so that the order of writing is never the answer.
+            for i in (0..<24).reversed() {
+                let id: String
+                switch i % 4 {
+                case 0: id = shared + "id\(i)"
+                case 1: id = shared + "ID\(i)x"
+                case 2: id = shared + String(repeating: "z", count: i) + "\(i)"
+                default: id = "s\(i)"
+                }
+                var row: Reference.Row = [:]
+                row["id"] = .string(id)
+                row["grp"] = .int(Int64(i % 2))
+                row["score"] = i % 3 == 0 ? .null : .double(i % 3 == 1 ? 1 : 2)
+                row["name"] = .null
+                row["at"] = .null
+                row["flag"] = .null
+                row["doc"] = .null
+                rows.append(row)
+            }
+            for row in rows { try store.upsert([Item(row)], into: "Compound") }
+            let table = Reference.Table(schema: compoundSchema(), rows: rows)
+            let grp = Field("grp")
+            let score = Field("score")
+            let predicates: [QueryPredicate?] = [nil, grp == 0, grp == 1, grp == 1 && score == 2, grp >= 0, grp == 0 && score.isNull, grp == 1 && score < 2]
+            let sorts: [[SortKey]] = [[SortKey("score", .descending)], [SortKey("score")], [SortKey("grp"), SortKey("score", .descending)], [SortKey("grp", .descending), SortKey("score")]]
+            for predicate in predicates {
+                for sort in sorts {
+                    for (skip, top) in [(0, 1), (0, 4), (2, 5), (0, nil)] as [(Int, Int?)] {
+                        let expected = try Reference.select(table, where: predicate, sort: sort, skip: skip, top: top)
+                        let result = try store.read(Query("Compound", where: predicate, sort: sort, skip: skip, top: top))
+                        try expectSameIds(
+                            try ids(result.items), PredicateData.rowIds(expected),
+                            "long id ties: where \(predicate.map { "\($0)" } ?? "nil") sort \(sort.map { "\($0.field)\($0.direction == .descending ? " desc" : "")" }) skip \(skip) top \(String(describing: top))")
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The compound-index table: few distinct values per column (ties), nulls everywhere, ids in two cases.
 func compoundSchema(name: String = "Compound", indexes: [TableIndex] = []) -> TableSchema {
     TableSchema(
