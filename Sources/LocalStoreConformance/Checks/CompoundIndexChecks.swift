@@ -200,13 +200,7 @@ extension ConformanceSuite {
                 let all = try Reference.select(table, where: predicate, sort: [])
                 try expectEqual(try store.count("Compound", where: predicate), all.count, "long keys: count where \(predicate)")
                 for sort in sorts {
-                    for (skip, top) in [(0, 1), (0, 3), (1, 50), (0, nil)] as [(Int, Int?)] {
-                        let expected = try Reference.select(table, where: predicate, sort: sort, skip: skip, top: top)
-                        let result = try store.read(Query("Compound", where: predicate, sort: sort, skip: skip, top: top))
-                        try expectSameIds(
-                            try ids(result.items), PredicateData.rowIds(expected),
-                            "long keys: where \(predicate) sort \(sort.map { "\($0.field)\($0.direction == .descending ? " desc" : "")" }) skip \(skip) top \(String(describing: top))")
-                    }
+                    try checkCompoundWindows(store, table, predicate, sort, [(0, 1), (0, 3), (1, 50), (0, nil)], "long keys")
                 }
             }
         }
@@ -252,16 +246,25 @@ extension ConformanceSuite {
             let sorts: [[SortKey]] = [[SortKey("score", .descending)], [SortKey("score")], [SortKey("grp"), SortKey("score", .descending)], [SortKey("grp", .descending), SortKey("score")]]
             for predicate in predicates {
                 for sort in sorts {
-                    for (skip, top) in [(0, 1), (0, 4), (2, 5), (0, nil)] as [(Int, Int?)] {
-                        let expected = try Reference.select(table, where: predicate, sort: sort, skip: skip, top: top)
-                        let result = try store.read(Query("Compound", where: predicate, sort: sort, skip: skip, top: top))
-                        try expectSameIds(
-                            try ids(result.items), PredicateData.rowIds(expected),
-                            "long id ties: where \(predicate.map { "\($0)" } ?? "nil") sort \(sort.map { "\($0.field)\($0.direction == .descending ? " desc" : "")" }) skip \(skip) top \(String(describing: top))")
-                    }
+                    try checkCompoundWindows(store, table, predicate, sort, [(0, 1), (0, 4), (2, 5), (0, nil)], "long id ties")
                 }
             }
         }
+    }
+}
+
+/// Reads `predicate` under `sort` from the compound-index table through each (skip, top) window and compares
+/// the ids, in order, with the reference's; `label` starts the failure message.
+func checkCompoundWindows(
+    _ store: any LocalStore, _ table: Reference.Table, _ predicate: QueryPredicate?, _ sort: [SortKey], _ windows: [(Int, Int?)],
+    _ label: String
+) throws {
+    for (skip, top) in windows {
+        let expected = try Reference.select(table, where: predicate, sort: sort, skip: skip, top: top)
+        let result = try store.read(Query("Compound", where: predicate, sort: sort, skip: skip, top: top))
+        try expectSameIds(
+            try ids(result.items), PredicateData.rowIds(expected),
+            "\(label): where \(predicate.map { "\($0)" } ?? "nil") sort \(sort.map { "\($0.field)\($0.direction == .descending ? " desc" : "")" }) skip \(skip) top \(String(describing: top))")
     }
 }
 
