@@ -24,10 +24,7 @@ extension LocalStoreAccess {
     /// is `nil`, with `read(table:id:)`.
     func operationIdHighWaterMark(shortcuts: (any SystemTableReadShortcuts)?) throws -> Int64 {
         let config = systemTableNames.config
-        let id = TableConfigEntry.operationIdHighWaterId
-        let found: ConfigRow?
-        if let shortcuts { found = try shortcuts.configRow(id: id) } else { found = try genericConfigRow(id: id) }
-        guard let row = found else { return 0 }
+        guard let row = try ConfigRowReading.row(self, id: TableConfigEntry.operationIdHighWaterId, shortcuts: shortcuts) else { return 0 }
         let value = row.value
         guard let text = value.stringValue, let mark = Int64(text), mark >= 0 else {
             throw LocalStoreError(

@@ -118,7 +118,12 @@ extension LocalStoreTransaction {
 /// `read(table:id:)`.
 enum ConfigRowReading {
     static func row(_ access: some LocalStoreAccess, id: String) throws -> ConfigRow? {
-        if let shortcuts = access as? any SystemTableReadShortcuts { return try shortcuts.configRow(id: id) }
+        try row(access, id: id, shortcuts: access as? any SystemTableReadShortcuts)
+    }
+
+    /// ``row(_:id:)`` with `access`'s shortcuts already cast by the caller (`nil`: it has none).
+    static func row(_ access: some LocalStoreAccess, id: String, shortcuts: (any SystemTableReadShortcuts)?) throws -> ConfigRow? {
+        if let shortcuts { return try shortcuts.configRow(id: id) }
         return try access.genericConfigRow(id: id)
     }
 }

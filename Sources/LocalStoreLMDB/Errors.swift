@@ -97,4 +97,9 @@ enum LMDBErrors {
     static func corrupt(_ what: String, table: String? = nil) -> LocalStoreError {
         LocalStoreError(.corrupt, "the store is damaged: \(what)", table: table)
     }
+
+    /// An index entry of `table` whose primary key has no row.
+    static func danglingIndexEntry(table: String) -> LocalStoreError {
+        corrupt("an index of table '\(table)' names a row that does not exist", table: table)
+    }
 }

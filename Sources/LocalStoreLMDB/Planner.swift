@@ -844,7 +844,7 @@ struct QueryRunner {
         throws -> T
     {
         guard let decoded = try context.withValue(primary, raw: storedKey, decode) else {
-            throw LMDBErrors.corrupt("an index of table '\(schema.name)' names a row that does not exist", table: schema.name)
+            throw LMDBErrors.danglingIndexEntry(table: schema.name)
         }
         return decoded
     }
@@ -874,13 +874,8 @@ struct QueryRunner {
         let limit = wanted.partialValue
         // The predicate's test, made when a row must be tested: with `exact`, only for an entry whose key
         // is truncated (long) or lies outside the range's full-key bounds (as ``countEntries`` does).
-        var filter: (test: RecordFilter, simple: SimpleRecordTest?)? = nil
-        func matches(_ record: UnsafeRawBufferPointer) throws -> Bool {
-            if let filter { return try filter.test.matches(record, filter.simple) }
-            let test = RecordFilter(query)
-            filter = (test, test.simple)
-            return try test.matches(record, test.simple)
-        }
+        var filter = LazyRecordFilter(query)
+        func matches(_ record: UnsafeRawBufferPointer) throws -> Bool { try filter.matches(record) }
         func answeredByKey(_ key: UnsafeRawBufferPointer) -> Bool { exact && range.holdsWhole(key) }
         let sort = query.sort
         let schema = self.schema
@@ -987,7 +982,7 @@ struct QueryRunner {
                     if try matches(value) { out.append(TakenRecord(record: value, key: key)) }
                 } else {
                     guard let record = try QueryRunner.record(txn, primary, storedKey: value) else {
-                        throw LMDBErrors.corrupt("an index of table '\(schema.name)' names a row that does not exist", table: schema.name)
+                        throw LMDBErrors.danglingIndexEntry(table: schema.name)
                     }
                     if try answeredByKey(key) || matches(record) { out.append(TakenRecord(record: record, key: value)) }
                 }
@@ -997,6 +992,22 @@ struct QueryRunner {
         }
         guard let out = walked else { return nil }
         return .records(out, count: out.count)
+    }
+
+    /// The query's record test, made on the first record an index walk must test (never, when an exact
+    /// range of whole keys answers every entry).
+    struct LazyRecordFilter {
+        private let query: ResolvedQuery
+        private var made: (test: RecordFilter, simple: SimpleRecordTest?)?
+
+        init(_ query: ResolvedQuery) { self.query = query }
+
+        mutating func matches(_ record: UnsafeRawBufferPointer) throws -> Bool {
+            if let made { return try made.test.matches(record, made.simple) }
+            let test = RecordFilter(query)
+            made = (test, test.simple)
+            return try test.matches(record, test.simple)
+        }
     }
 
     /// What ``orderedWholeIds(_:_:descending:budget:limit:)`` and
@@ -1075,24 +1086,12 @@ struct QueryRunner {
         let txn = try context.activeTxn()
         let s = range.stored
         let name = schema.name
-        // Made on the first row that must be tested (never, for an exact range of whole keys).
-        var test: RecordFilter? = nil
-        var simple: SimpleRecordTest? = nil
+        var filter = LazyRecordFilter(query)
         return try wholeKeyWalk(dbi, s, descending: false, budget: budget, limit: limit) { key, value in
             guard let record = try QueryRunner.record(txn, primary, storedKey: value) else {
-                throw LMDBErrors.corrupt("an index of table '\(name)' names a row that does not exist", table: name)
+                throw LMDBErrors.danglingIndexEntry(table: name)
             }
-            let taken: Bool
-            if exact && range.holdsWhole(key) {
-                taken = true
-            } else if let test {
-                taken = try test.matches(record, simple)
-            } else {
-                let t = RecordFilter(query)
-                simple = t.simple
-                test = t
-                taken = try t.matches(record, simple)
-            }
+            let taken = try (exact && range.holdsWhole(key)) || filter.matches(record)
             return taken ? TakenRecord(record: record, key: value) : nil
         }
     }

@@ -349,7 +349,7 @@ final class TxnContext {
     /// The row stored under a primary key (as found in an index).
     func row(_ t: TableDefinition, storedKey: [UInt8], dbi: MDB_dbi) throws -> [Value] {
         guard let decoded = try withValue(dbi, storedKey, { try RecordCodec.decode($0, schema: t.schema) }) else {
-            throw LMDBErrors.corrupt("an index of table '\(t.schema.name)' names a row that does not exist", table: t.schema.name)
+            throw LMDBErrors.danglingIndexEntry(table: t.schema.name)
         }
         return decoded.row
     }
@@ -689,7 +689,7 @@ final class TxnContext {
                         return mdb_cursor_get(records, &pv, &rv, MDB_SET_KEY)
                     }
                     if found == MDB_NOTFOUND {
-                        throw LMDBErrors.corrupt("an index of table '\(schema.name)' names a row that does not exist", table: schema.name)
+                        throw LMDBErrors.danglingIndexEntry(table: schema.name)
                     }
                     try LMDBErrors.check(found, "cannot read")
                     record = UnsafeRawBufferPointer(start: rv.mv_data, count: rv.mv_size)
