@@ -419,10 +419,17 @@ struct ByteSearchTests {
             return false
         }
         let alphabet: [UInt8] = [0x23, 0x22, 0x61, 0x60, 0x00, 0xFF]
-        for length in [0, 1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 255, 256, 257, 300] {
+        // Every length through 40 (the word loop, its overlapping last word, the byte-by-byte path for
+        // fewer than eight positions), then around the memchr path; needles of 0 to 9 bytes, some of
+        // them planted at a random position (so matches near the end and across words occur).
+        for length in Array(0...40) + [63, 64, 65, 255, 256, 257, 300] {
             for _ in 0..<60 {
-                let hay = (0..<length).map { _ in alphabet[Int(next() % UInt64(alphabet.count))] }
-                let needle = (0..<Int(next() % 5)).map { _ in alphabet[Int(next() % UInt64(alphabet.count))] }
+                var hay = (0..<length).map { _ in alphabet[Int(next() % UInt64(alphabet.count))] }
+                let needle = (0..<Int(next() % 10)).map { _ in alphabet[Int(next() % UInt64(alphabet.count))] }
+                if next() % 2 == 0, needle.count <= hay.count {
+                    let at = Int(next() % UInt64(hay.count - needle.count + 1))
+                    hay.replaceSubrange(at..<(at + needle.count), with: needle)
+                }
                 let found = hay.withUnsafeBytes { h in needle.withUnsafeBytes { n in ByteSearch.contains(h, n) } }
                 #expect(found == plain(hay, needle), "hay \(hay) needle \(needle)")
             }
