@@ -397,16 +397,23 @@ public enum Identifier {
     /// Whether `name` matches `^[A-Za-z_][A-Za-z0-9_]{0,127}$`.
     public static func isValid(_ name: String) -> Bool {
         let utf8 = name.utf8
-        guard !utf8.isEmpty, utf8.count <= 128 else { return false }
-        for (n, b) in utf8.enumerated() {
-            switch b {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "_"):
-                continue
-            case UInt8(ascii: "0")...UInt8(ascii: "9") where n > 0:
-                continue
-            default:
-                return false
-            }
+        // Over the contiguous bytes of a native string (every name a caller builds): iterating the
+        // UTF-8 view checks for a bridged string at every byte. This runs for every delta-token call
+        // and every table name a transaction resolves.
+        if let valid = utf8.withContiguousStorageIfAvailable(isValid) { return valid }
+        return isValid(Array(utf8)[...])
+    }
+
+    private static func isValid<C: Collection>(_ bytes: C) -> Bool where C.Element == UInt8, C.Index == Int {
+        guard !bytes.isEmpty, bytes.count <= 128 else { return false }
+        var i = bytes.startIndex
+        let digitsAllowedFrom = i + 1
+        while i < bytes.endIndex {
+            let b = bytes[i]
+            let letter = (b | 0x20) &- UInt8(ascii: "a") < 26  // A-Z and a-z (0x20 maps A-Z onto a-z)
+            let digit = b &- UInt8(ascii: "0") < 10
+            guard letter || b == UInt8(ascii: "_") || (digit && i >= digitsAllowedFrom) else { return false }
+            i += 1
         }
         return true
     }

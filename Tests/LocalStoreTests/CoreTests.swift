@@ -145,6 +145,21 @@ struct IdentifierTests {
         try Identifier.validate(name)
     }
 
+    /// Every byte as the first and as a later character against the definition
+    /// `^[A-Za-z_][A-Za-z0-9_]{0,127}$`, written out as ranges.
+    @Test("every byte, first and later")
+    func everyByte() {
+        func letter(_ b: UInt8) -> Bool { (0x41...0x5A).contains(b) || (0x61...0x7A).contains(b) || b == 0x5F }
+        func digit(_ b: UInt8) -> Bool { (0x30...0x39).contains(b) }
+        for b in UInt8.min...UInt8.max {
+            let alone = String(decoding: [b], as: UTF8.self)
+            let later = String(decoding: [0x61, b, 0x5F], as: UTF8.self)
+            // A byte that is not valid UTF-8 alone decodes to U+FFFD, which is not valid either.
+            #expect(Identifier.isValid(alone) == (b < 0x80 && letter(b)), "byte \(b) first")
+            #expect(Identifier.isValid(later) == (b < 0x80 && (letter(b) || digit(b))), "byte \(b) later")
+        }
+    }
+
     @Test(
         "invalid identifiers",
         arguments: ["", "1a", "9", "a-b", "a b", " a", "a.b", "é", "a\u{0}", "$", "a$", "🎉", String(repeating: "x", count: 129), "ａ"])
