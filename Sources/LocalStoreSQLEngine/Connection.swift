@@ -48,6 +48,8 @@ final class Connection {
     /// The system tables' statements prepared once for this connection (``SystemStatements``), finalized
     /// with it; replaced when the catalog's system table definitions change.
     var systemStatements: SystemStatements?
+    /// The transaction-control statements, each prepared on first use and kept (see ``run(_:)``).
+    private var controlStatements: [OpaquePointer?] = Array(repeating: nil, count: Control.allCases.count)
     private var useCounter: UInt64 = 0
     private let cacheCapacity: Int
     private var isClosed = false
@@ -116,6 +118,8 @@ final class Connection {
         lastTable = nil
         systemStatements?.finalize(api)
         systemStatements = nil
+        for case let handle? in controlStatements { _ = api.finalize(handle) }
+        controlStatements = controlStatements.map { _ in nil }
         _ = api.close_v2(db)
     }
 
@@ -153,6 +157,43 @@ final class Connection {
     /// Runs `sql` (no parameters, no result rows expected) with a cached statement.
     func execute(_ sql: String) throws {
         try withStatement(sql) { try $0.run() }
+    }
+
+    /// Statements that every transaction runs: kept apart from the statement cache, whose lookup
+    /// hashes the SQL text (about 1,000 instructions per statement, three per write transaction).
+    enum Control: Int, CaseIterable {
+        case beginImmediate, commit, begin, schemaVersion
+
+        var sql: String {
+            switch self {
+            case .beginImmediate: return "BEGIN IMMEDIATE"
+            case .commit: return "COMMIT"
+            case .begin: return "BEGIN"
+            case .schemaVersion: return "PRAGMA schema_version"
+            }
+        }
+    }
+
+    /// Runs `control` (no rows expected).
+    func run(_ control: Control) throws {
+        try withControl(control) { try $0.run() }
+    }
+
+    /// The file's schema version (`PRAGMA schema_version`).
+    func schemaVersion() throws -> Int64? {
+        try withControl(.schemaVersion) { s in try s.step() ? s.int64(0) : nil }
+    }
+
+    private func withControl<R>(_ control: Control, _ body: (Statement) throws -> R) throws -> R {
+        let handle: OpaquePointer
+        if let kept = controlStatements[control.rawValue] {
+            handle = kept
+        } else {
+            guard !isClosed else { throw LocalStoreError.closed() }
+            handle = try prepareKept(control.sql)
+            controlStatements[control.rawValue] = handle
+        }
+        return try withPrepared(handle, sql: control.sql, body)
     }
 
     /// Runs a `PRAGMA` or query that returns one text value.

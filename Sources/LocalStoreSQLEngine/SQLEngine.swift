@@ -486,9 +486,9 @@ package final class SQLEngine: @unchecked Sendable {
     /// `PRAGMA schema_version` per call; the full reload only happens after a schema change. The
     /// version is read before the catalog, so a change in between only causes one more reload later.
     func refreshCatalog(_ c: Connection) throws {
-        if try c.scalarInt("PRAGMA schema_version") == catalogSchemaVersion.load(ordering: .acquiring) { return }
+        if try c.schemaVersion() == catalogSchemaVersion.load(ordering: .acquiring) { return }
         try catalogReload.withLock {
-            guard let version = try c.scalarInt("PRAGMA schema_version"),
+            guard let version = try c.schemaVersion(),
                 version != catalogSchemaVersion.load(ordering: .acquiring)
             else { return }
             let tables = try loadCatalog(c)
@@ -603,7 +603,7 @@ package final class SQLEngine: @unchecked Sendable {
     /// Caller holds `writerLock`.
     private func beginImmediate(_ w: Connection) throws {
         if w.isInTransaction { Self.rollback(w) }
-        try w.execute("BEGIN IMMEDIATE")
+        try w.run(.beginImmediate)
     }
 
     /// Rolls back after a failure; when even that fails, closes the writer (closing rolls back) so
@@ -669,7 +669,7 @@ package final class SQLEngine: @unchecked Sendable {
                 let result = try body(tx)
                 tx.end()
                 if let failure = tx.failure { throw failure }
-                try w.execute("COMMIT")
+                try w.run(.commit)
                 changes.publish(tx.changes)
                 logTransaction("committed", start: start, error: nil)
                 return result

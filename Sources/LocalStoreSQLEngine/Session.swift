@@ -52,10 +52,10 @@ struct Session {
     /// Runs `body` in one read transaction unless the connection is already in one (the writer).
     private func snapshot<R>(_ body: () throws -> R) throws -> R {
         if connection.isInTransaction { return try body() }
-        try connection.execute("BEGIN")
+        try connection.run(.begin)
         do {
             let result = try body()
-            try connection.execute("COMMIT")
+            try connection.run(.commit)
             return result
         } catch {
             if connection.isInTransaction { try? connection.execute("ROLLBACK") }
