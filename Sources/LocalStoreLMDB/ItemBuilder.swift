@@ -155,7 +155,7 @@ struct ItemBuilder: Sendable {
         let end = record.count
         guard end > 0, p.load(as: UInt8.self) == RecordCodec.version else { return false }
         var i = 1
-        guard SimpleRecordTest.varint(p, &i, end) != nil, let stored = SimpleRecordTest.varint(p, &i, end) else { return false }
+        guard SimpleRecordTest.skipRowNumber(p, &i, end), let stored = SimpleRecordTest.varint(p, &i, end) else { return false }
         let width = names.count
         if isWholeRow {
             guard stored <= UInt64(width) else { return false }
