@@ -313,13 +313,13 @@ package final class SQLEngine: @unchecked Sendable {
         }
         try configureWriter(w)
         if !hasMeta {
-            try w.execute("BEGIN IMMEDIATE")
+            try w.run(.beginImmediate)
             do {
                 // Another connection may have initialized the file meanwhile.
                 if (try w.scalarInt(SQLEngine.metaExists, [.string(SQLNames.metaTable)]) ?? 0) == 0 {
                     try initialize(w)
                 }
-                try w.execute("COMMIT")
+                try w.run(.commit)
             } catch {
                 Self.rollback(w)
                 throw error
@@ -713,7 +713,7 @@ package final class SQLEngine: @unchecked Sendable {
                 }
                 for index in updated.indexes { try w.execute(index.sql) }
                 try saveDefinition(updated, on: w)
-                try w.execute("COMMIT")
+                try w.run(.commit)
             } catch {
                 abandon(w)
                 throw error
