@@ -614,15 +614,26 @@ struct SimpleRecordTest {
     func countBool(
         _ cursor: OpaquePointer, _ rc: inout Int32, _ kv: inout MDB_val, _ dv: inout MDB_val, general: RecordFilter
     ) throws -> Int {
+        // The walk's state and the test in locals (written back at the end): through the `inout`
+        // parameters and `self` they were stored and loaded again for every record.
         var n = 0
-        while rc == 0 {
-            let end = dv.mv_size
-            if let base = UnsafeRawPointer(dv.mv_data), let answer = boolAnswer(base, end) {
+        var code = rc
+        var key = kv
+        var data = dv
+        defer {
+            rc = code
+            kv = key
+            dv = data
+        }
+        let test = self
+        while code == 0 {
+            let end = data.mv_size
+            if let base = UnsafeRawPointer(data.mv_data), let answer = test.boolAnswer(base, end) {
                 if answer { n &+= 1 }
-            } else if try general.matchesInGeneral(UnsafeRawBufferPointer(start: dv.mv_data, count: end)) {
+            } else if try general.matchesInGeneral(UnsafeRawBufferPointer(start: data.mv_data, count: end)) {
                 n &+= 1
             }
-            rc = mdb_cursor_get(cursor, &kv, &dv, MDB_NEXT)
+            code = mdb_cursor_get(cursor, &key, &data, MDB_NEXT)
         }
         return n
     }

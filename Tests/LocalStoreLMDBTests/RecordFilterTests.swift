@@ -116,6 +116,40 @@ struct RecordFilterTests {
     }
 }
 
+/// `count` of a boolean comparison runs a loop of its own over the table (`SimpleRecordTest.countBool`),
+/// which hands the cursor's state back to the caller's general loop: every row is counted exactly once,
+/// the first and the last by primary key included.
+@Suite("LMDB boolean count")
+struct BooleanCountTests {
+    @Test("every matching row is counted once, the first and the last by id included")
+    func firstAndLast() throws {
+        let dir = try TempDirectory()
+        let store = try LMDBStore(path: dir.storePath)
+        defer { try? store.close() }
+        try store.defineTable(TableSchema(name: "B", columns: [Column("id", .string), Column("flag", .boolean)]))
+        let ids = (0..<10).map { "r\($0)" }
+        // Which rows hold true (nil: null); each pattern is written over the previous one.
+        let patterns: [[Bool?]] = [
+            [false, false, false, false, false, false, false, false, false, true],
+            [true, false, false, false, false, false, false, false, false, false],
+            Array(repeating: true, count: 10),
+            Array(repeating: false, count: 10),
+            [true, nil, false, true, nil, false, true, nil, false, true],
+        ]
+        for pattern in patterns {
+            let items = zip(ids, pattern).map { id, flag -> Item in
+                ["id": .string(id), "flag": flag.map(Value.bool) ?? .null]
+            }
+            try store.upsert(items, into: "B")
+            let trues = pattern.filter { $0 == true }.count
+            let falses = pattern.filter { $0 == false }.count
+            #expect(try store.count("B", where: Field("flag") == true) == trues, "\(pattern)")
+            #expect(try store.count("B", where: Field("flag") == false) == falses, "\(pattern)")
+            #expect(try store.count("B", where: Field("flag") != true) == falses, "\(pattern)")
+        }
+    }
+}
+
 @Suite("LMDB item projection")
 struct ItemProjectorTests {
     @Test("items are built exactly as ResolvedQuery.project builds them, for every projection")
