@@ -1029,9 +1029,15 @@ struct QueryRunner {
         _ dbi: MDB_dbi, _ s: KeyRange, descending: Bool, budget: Int, limit: Int
     ) throws -> WholeIdWalk {
         let test = RecordFilter(query)
-        let simple = test.simple
+        guard let simple = test.simple else {
+            return try wholeKeyWalk(dbi, s, descending: descending, budget: budget, limit: limit) { key, value in
+                try test.matchesInGeneral(value) ? TakenRecord(record: value, key: key) : nil
+            }
+        }
+        // The one-pass test unwrapped once, outside the loop: unwrapped per record, it was copied per record.
         return try wholeKeyWalk(dbi, s, descending: descending, budget: budget, limit: limit) { key, value in
-            try test.matches(value, simple) ? TakenRecord(record: value, key: key) : nil
+            let matches = try simple.evaluate(value) ?? test.matchesInGeneral(value)
+            return matches ? TakenRecord(record: value, key: key) : nil
         }
     }
 
