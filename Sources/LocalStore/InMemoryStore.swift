@@ -1021,35 +1021,44 @@ final class MemTable {
             guard let top = q.top else { return scan(q, filter, ordered) }
             let wanted = q.skip.addingReportingOverflow(top)
             if wanted.overflow { return scan(q, filter, ordered) }
-            var out: [Int] = []
             // The walk reads rows in id order, which is random memory order. When the filter passes few
             // rows it would read most of the table that way; past a budget, a scan in memory order (with
             // a top-k heap) is cheaper, so give up the walk and scan.
-            var budget = filter.isAlwaysTrue ? Int.max : max(wanted.partialValue * 16, rowCount / 8)
-            var exhausted = false
+            var walk = IdWalk(budget: filter.isAlwaysTrue ? Int.max : max(wanted.partialValue * 16, rowCount / 8))
             if wanted.partialValue > 0 {
-                let visit: (UInt32) -> Bool = { e in
-                    budget -= 1
-                    if budget < 0 {
-                        exhausted = true
-                        return false
+                // The walk's state behind a pointer: variables captured by the visitor were checked for
+                // exclusive access (a runtime call) twice per row.
+                withUnsafeMutablePointer(to: &walk) { w in
+                    let visit = { (e: UInt32) -> Bool in
+                        w.pointee.budget -= 1
+                        if w.pointee.budget < 0 {
+                            w.pointee.exhausted = true
+                            return false
+                        }
+                        if filter.matches(Int(e)) { w.pointee.out.append(Int(e)) }
+                        return w.pointee.out.count < wanted.partialValue
                     }
-                    if filter.matches(Int(e)) { out.append(Int(e)) }
-                    return out.count < wanted.partialValue
-                }
-                if descending {
-                    idOrder.forEach(descendingFrom: nil, inclusive: true, visit)
-                } else {
-                    idOrder.forEach(ascendingFrom: nil, inclusive: true, visit)
+                    if descending {
+                        idOrder.forEach(descendingFrom: nil, inclusive: true, visit)
+                    } else {
+                        idOrder.forEach(ascendingFrom: nil, inclusive: true, visit)
+                    }
                 }
             }
-            if exhausted { return scan(q, filter, ordered) }
-            return (Array(out.dropFirst(q.skip).prefix(top)), out.count)
+            if walk.exhausted { return scan(q, filter, ordered) }
+            return (Array(walk.out.dropFirst(q.skip).prefix(top)), walk.out.count)
         case .scan:
             return scan(q, filter, ordered)
         case .compound(let n, let range, let order, let countOnly, _, let exact):
             return runCompound(q, exact ? nil : filter, compound[n], range, order: order, countOnly: countOnly, ordered: ordered)
         }
+    }
+
+    /// The state of the `.idOrdered` walk of ``run(_:ordered:)``.
+    private struct IdWalk {
+        var budget: Int
+        var exhausted = false
+        var out: [Int] = []
     }
 
     /// Runs a compound-index plan: visits the entries of `range` in tree order (reversed for a

@@ -76,3 +76,30 @@ struct InMemoryRowFormTests {
         #expect(before["extra"] == nil)
     }
 }
+
+/// A query in id order with `top` walks the id order and gives up past a budget (a sixteenth of `top`'s
+/// worth, or an eighth of the table), then scans in memory order with a top-k heap: the answer is the
+/// same either way, the matches near the end of the id order included.
+@Suite("In-memory store: id-order walk and its fallback scan")
+struct InMemoryIdWalkTests {
+    @Test("matches past the walk's budget are found, in both directions")
+    func pastBudget() throws {
+        let store = try InMemoryStore()
+        try store.defineTable(TableSchema("W", ["text": .string]))
+        // 2,000 rows; the budget is 250 rows. Matches: the first 2 ids and the last 10.
+        let ids = (0..<2000).map { String(format: "r%04d", $0) }
+        let matching = Set(ids.prefix(2) + ids.suffix(10))
+        try store.upsert(
+            ids.map { id -> Item in ["id": .string(id), "text": .string(matching.contains(id) ? "a needle here" : "hay")] },
+            into: "W")
+        let needle = Field("text").contains(.literal(.string("needle")))
+        let ascending = ids.filter(matching.contains)
+        for top in [1, 2, 3, 5, 12, 20] {
+            let up = try store.read(Query("W", where: needle, top: top)).items.compactMap(\.stringId)
+            #expect(up == Array(ascending.prefix(top)), "top \(top)")
+            let down = try store.read(Query("W", where: needle, sort: [SortKey("id", .descending)], top: top)).items
+                .compactMap(\.stringId)
+            #expect(down == Array(ascending.reversed().prefix(top)), "top \(top), descending")
+        }
+    }
+}
