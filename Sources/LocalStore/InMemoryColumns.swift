@@ -233,7 +233,13 @@ final class MemColumn {
 extension MemColumn {
     /// Initializes `out[0..<columns.count]` with the values of row `slot` in `columns`, in order.
     @inline(__always) static func initialize(_ out: UnsafeMutablePointer<Value>, row slot: Int, of columns: [MemColumn]) {
-        for (n, c) in columns.enumerated() { (out + n).initialize(to: c.value(slot)) }
+        // The columns are borrowed from the array, which holds them: iterating the array itself
+        // retained and released every column for every row.
+        columns.withUnsafeBufferPointer { columns in
+            for n in columns.indices {
+                (out + n).initialize(to: Unmanaged.passUnretained(columns[n])._withUnsafeGuaranteedRef { $0.value(slot) })
+            }
+        }
     }
 
     /// The values of row `slot` in `columns`, in order, in an array allocated once at its size.
