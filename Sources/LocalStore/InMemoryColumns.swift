@@ -242,6 +242,11 @@ extension MemColumn {
         }
     }
 
+    /// The values of row `slot` in `columns`, in order, in a buffer of their own (an item's row).
+    static func values(_ slot: Int, of columns: [MemColumn]) -> ValueRows {
+        ValueRows.make(count: columns.count) { initialize($0, row: slot, of: columns) }
+    }
+
     /// The values of row `slot` in `columns`, in order, in an array allocated once at its size.
     static func row(_ slot: Int, of columns: [MemColumn]) -> [Value] {
         [Value](unsafeUninitializedCapacity: columns.count) { buffer, initialized in

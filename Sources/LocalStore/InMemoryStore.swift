@@ -480,7 +480,7 @@ final class MemTable {
 
     /// The row in `slot` as an item with every column (in row form under ``layout``).
     func item(_ slot: Int) -> Item {
-        if let layout { return Item(layout: layout, row: row(slot)) }
+        if let layout { return Item(layout: layout, values: MemColumn.values(slot, of: columns), start: 0) }
         var values: [String: Value] = Dictionary(minimumCapacity: schema.columns.count)
         for (n, c) in schema.columns.enumerated() { values[c.name] = columns[n].value(slot) }
         return Item(values)
@@ -1158,8 +1158,8 @@ struct ItemBuilder {
     func items(_ slots: [Int]) -> [Item] {
         guard let layout, !slots.isEmpty, !fields.isEmpty else { return slots.map(item) }
         let width = fields.count
-        let values = [Value](unsafeUninitializedCapacity: slots.count * width) { buffer, initialized in
-            guard let base = buffer.baseAddress else { return }
+        let values = ValueRows.make(count: slots.count * width) { base in
+            var initialized = 0
             for slot in slots {
                 MemColumn.initialize(base + initialized, row: slot, of: fields)
                 initialized += width
@@ -1169,7 +1169,7 @@ struct ItemBuilder {
         items.reserveCapacity(slots.count)
         var start = 0
         for _ in slots {
-            items.append(Item(layout: layout, exactRow: values[start..<(start + width)]))
+            items.append(Item(layout: layout, values: values, start: start))
             start += width
         }
         return items
@@ -1177,8 +1177,8 @@ struct ItemBuilder {
 
     /// The item of the row in `slot`.
     func item(_ slot: Int) -> Item {
+        if let layout { return Item(layout: layout, values: MemColumn.values(slot, of: fields), start: 0) }
         let row = MemColumn.row(slot, of: fields)
-        if let layout { return Item(layout: layout, row: row) }
         var values: [String: Value] = Dictionary(minimumCapacity: names.count)
         for (name, value) in zip(names, row) { values[name] = value }
         return Item(values)

@@ -30,10 +30,10 @@
         self.idPosition = folded["id"]
     }
 
-    /// The dictionary of an item whose values by position are `row`.
-    func dictionary(_ row: ArraySlice<Value>) -> [String: Value] {
+    /// The dictionary of an item whose values by position are `row`'s.
+    func dictionary(_ row: Item.Row) -> [String: Value] {
         var d: [String: Value] = Dictionary(minimumCapacity: names.count)
-        for (name, value) in zip(names, row) { d[name] = value }
+        for (n, name) in names.enumerated() { d[name] = row.value(n) }
         return d
     }
 }
@@ -49,21 +49,43 @@
 /// same: equality and hashing are those of the dictionaries. The values of the items of one result may
 /// share one buffer (each item a slice of it); changing an item's value copies its own values first.
 public struct Item: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence, CustomStringConvertible {
-    /// The values by name (dictionary form, when `layout` is `nil`).
+    /// An item's values in row form: `layout.names.count` values of a buffer (that the items of one
+    /// result may share) from `start`, the `n`th being the value of `layout.names[n]`. `Sendable` as an
+    /// array is: the buffer is written only through ``set(_:_:)``, which first copies a buffer that
+    /// anything else references.
+    @usableFromInline struct Row: @unchecked Sendable {
+        let layout: ItemLayout
+        var values: ValueRows
+        var start: Int
+
+        /// The value of `layout.names[n]`.
+        @inline(__always) func value(_ n: Int) -> Value { values[start &+ n] }
+
+        /// Sets the value of `layout.names[n]`; a buffer another item reads too is first copied (this
+        /// row's values only).
+        mutating func set(_ n: Int, _ value: Value) {
+            if !isKnownUniquelyReferenced(&values) {
+                values = values.copy(from: start, count: layout.names.count)
+                start = 0
+            }
+            values.replace(start &+ n, with: value)
+        }
+    }
+
+    /// The values by name (dictionary form, when `row` is `nil`).
     @usableFromInline var dictionary: [String: Value]
-    /// The names of `row` (row form), or `nil`.
-    @usableFromInline var layout: ItemLayout?
-    /// The values by position of `layout.names` (row form): `row[row.startIndex + n]` is the value of
-    /// `layout.names[n]`. A slice: the items of one query result may share one buffer of values.
-    @usableFromInline var row: ArraySlice<Value>
+    /// The values by position (row form), or `nil`.
+    @usableFromInline var row: Row?
+
+    /// The names of the row form's values, or `nil` in dictionary form.
+    var layout: ItemLayout? { row?.layout }
 
     /// The item's values by column name.
     public var values: [String: Value] {
-        get { layout.map { $0.dictionary(row) } ?? dictionary }
+        get { row.map { $0.layout.dictionary($0) } ?? dictionary }
         set {
             dictionary = newValue
-            layout = nil
-            row = []
+            row = nil
         }
         _modify {
             makeDictionary()
@@ -73,48 +95,36 @@ public struct Item: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence
 
     /// Turns a row-form item into the dictionary form.
     @usableFromInline mutating func makeDictionary() {
-        guard let l = layout else { return }
-        dictionary = l.dictionary(row)
-        layout = nil
-        row = []
+        guard let r = row else { return }
+        dictionary = r.layout.dictionary(r)
+        row = nil
     }
 
     /// Creates an item from a dictionary.
     @inlinable public init(_ values: [String: Value] = [:]) {
         dictionary = values
-        layout = nil
-        row = []
+        row = nil
     }
 
     /// An item in row form: `row[n]` is the value of `layout.names[n]`. `row` must have one value per
     /// name; an item from a row of another length is built as a dictionary of the pairs that exist.
     package init(layout: ItemLayout, row: [Value]) {
-        self.init(layout: layout, row: row[...])
-    }
-
-    /// An item in row form whose values are the slice `row` (of a buffer the items of one result
-    /// share): its `n`th value is the value of `layout.names[n]`. `row` must have one value per name;
-    /// otherwise the item is built as a dictionary of the pairs that exist.
-    package init(layout: ItemLayout, row: ArraySlice<Value>) {
         if row.count == layout.names.count {
             dictionary = Dictionary()
-            self.layout = layout
-            self.row = row
+            self.row = Row(layout: layout, values: ValueRows.make(copying: row), start: 0)
         } else {
             var d: [String: Value] = [:]
             for (name, value) in zip(layout.names, row) { d[name] = value }
             dictionary = d
-            self.layout = nil
-            self.row = []
+            self.row = nil
         }
     }
 
-    /// An item in row form whose slice `row` holds exactly one value per name of `layout` (the caller
-    /// guarantees it).
-    package init(layout: ItemLayout, exactRow row: ArraySlice<Value>) {
+    /// An item in row form whose values are the `layout.names.count` values of `values` from `start`
+    /// (a buffer the items of one result may share; the caller guarantees they are initialized).
+    package init(layout: ItemLayout, values: ValueRows, start: Int) {
         dictionary = Dictionary()  // not `[:]`: that calls `init(dictionaryLiteral:)` (~50 instructions per item)
-        self.layout = layout
-        self.row = row
+        row = Row(layout: layout, values: values, start: start)
     }
 
     /// Creates an item from a literal; a repeated key keeps its last value.
@@ -125,14 +135,14 @@ public struct Item: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence
     /// The value stored under exactly `column`, or `nil` when the item has no such key.
     public subscript(_ column: String) -> Value? {
         get {
-            guard let l = layout else { return dictionary[column] }
-            return l.positions[column].map { row[row.startIndex + $0] }
+            guard let r = row else { return dictionary[column] }
+            return r.layout.positions[column].map { r.value($0) }
         }
         set {
-            if let l = layout {
+            if let l = row?.layout {
                 if let value = newValue, let n = l.positions[column] {
-                    // A slice of a shared buffer is copied (its own values only) before it is written.
-                    row[row.startIndex + n] = value
+                    // A buffer shared with other items is copied (this item's values only) before it is written.
+                    row?.set(n, value)
                     return
                 }
                 makeDictionary()
@@ -143,8 +153,8 @@ public struct Item: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence
 
     /// The value of `column`, matched case-insensitively (ASCII), or `nil` when absent.
     public func value(forColumn column: String) -> Value? {
-        if let l = layout {
-            if let n = l.positions[column] ?? l.foldedPositions[Identifier.fold(column)] { return row[row.startIndex + n] }
+        if let r = row {
+            if let n = r.layout.positions[column] ?? r.layout.foldedPositions[Identifier.fold(column)] { return r.value(n) }
             return nil
         }
         if let v = dictionary[column] { return v }
@@ -155,7 +165,7 @@ public struct Item: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence
 
     /// The item's `id` value (matched case-insensitively), or `nil`.
     public var id: Value? {
-        if let l = layout { return l.idPosition.map { row[row.startIndex + $0] } }
+        if let r = row { return r.layout.idPosition.map { r.value($0) } }
         return value(forColumn: "id")
     }
 
@@ -163,7 +173,7 @@ public struct Item: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence
     public var stringId: String? { id?.stringValue }
 
     /// The number of keys.
-    public var count: Int { layout?.names.count ?? dictionary.count }
+    public var count: Int { row?.layout.names.count ?? dictionary.count }
 
     /// Iterates over `(column, value)` pairs in no particular order.
     public func makeIterator() -> Dictionary<String, Value>.Iterator { values.makeIterator() }
@@ -179,18 +189,19 @@ public struct Item: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence
 
     /// Equal when the ``values`` dictionaries are equal (the same keys, each with an equal value).
     public static func == (a: Item, b: Item) -> Bool {
-        switch (a.layout, b.layout) {
+        switch (a.row, b.row) {
         case (nil, nil):
             return a.dictionary == b.dictionary
-        case (let la?, let lb?) where la === lb:
-            return a.row == b.row
+        case (let ra?, let rb?) where ra.layout === rb.layout:
+            for n in ra.layout.names.indices where ra.value(n) != rb.value(n) { return false }
+            return true
         default:
             // The keys of either form are distinct, so equal counts and every pair of `a` found in
             // `b` is dictionary equality.
             guard a.count == b.count else { return false }
-            if let la = a.layout {
-                for (name, v) in zip(la.names, a.row) {
-                    guard let w = b[name], v == w else { return false }
+            if let ra = a.row {
+                for (n, name) in ra.layout.names.enumerated() {
+                    guard let w = b[name], ra.value(n) == w else { return false }
                 }
             } else {
                 for (name, v) in a.dictionary {
@@ -203,17 +214,17 @@ public struct Item: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence
 
     /// Hashes as the ``values`` dictionary does (in either form, so equal items hash alike).
     public func hash(into hasher: inout Hasher) {
-        guard let l = layout else {
+        guard let r = row else {
             hasher.combine(dictionary)
             return
         }
         // Dictionary's own algorithm: each pair hashed by a copy of the hasher, the results combined
         // by XOR (order-independent), then that combined into the hasher.
         var commutative = 0
-        for (name, value) in zip(l.names, row) {
+        for (n, name) in r.layout.names.enumerated() {
             var element = hasher
             element.combine(name)
-            element.combine(value)
+            element.combine(r.value(n))
             commutative ^= element.finalize()
         }
         hasher.combine(commutative)

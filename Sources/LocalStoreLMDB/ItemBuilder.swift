@@ -76,16 +76,12 @@ struct ItemBuilder: Sendable {
     /// The item of a stored record; `corrupt` when the record does not decode.
     func item(_ record: UnsafeRawBufferPointer) throws -> Item {
         let width = names.count
-        let row = try [Value](unsafeUninitializedCapacity: width) { buffer, initialized in
-            guard let p = buffer.baseAddress, width > 0 else {
-                // No column returned: the record is still checked.
-                try RecordCodec.check(record, schema: schema, idIndex: idIndex)
-                return
-            }
-            try fill(record, p)
-            initialized = width
+        if width == 0 {
+            // No column returned: the record is still checked.
+            try RecordCodec.check(record, schema: schema, idIndex: idIndex)
+            return item(ValueRows.make(capacity: 0), start: 0)
         }
-        return item(row[...])
+        return item(try ValueRows.make(count: width) { try fill(record, $0) }, start: 0)
     }
 
     /// The items of `count` stored records (`record(k)` is the `k`th), their values in one buffer;
@@ -93,14 +89,22 @@ struct ItemBuilder: Sendable {
     func items(count: Int, _ record: (Int) -> UnsafeRawBufferPointer) throws -> [Item] {
         if count == 0 { return [] }
         let width = names.count
-        let values = try [Value](unsafeUninitializedCapacity: count * width) { buffer, initialized in
-            guard let p = buffer.baseAddress else {
-                for k in 0..<count { try RecordCodec.check(record(k), schema: schema, idIndex: idIndex) }
-                return
-            }
-            for k in 0..<count {
-                try fill(record(k), p + initialized)
-                initialized += width
+        if width == 0 {
+            // No column returned: the records are still checked.
+            for k in 0..<count { try RecordCodec.check(record(k), schema: schema, idIndex: idIndex) }
+            let none = ValueRows.make(capacity: 0)
+            return (0..<count).map { _ in item(none, start: 0) }
+        }
+        let values = try ValueRows.make(count: count * width) { p in
+            var initialized = 0
+            do {
+                for k in 0..<count {
+                    try fill(record(k), p + initialized)
+                    initialized += width
+                }
+            } catch {
+                p.deinitialize(count: initialized)
+                throw error
             }
         }
         var items: [Item] = []
@@ -108,25 +112,25 @@ struct ItemBuilder: Sendable {
         var start = 0
         if let layout {
             for _ in 0..<count {
-                items.append(Item(layout: layout, exactRow: values[start..<(start + width)]))
+                items.append(Item(layout: layout, values: values, start: start))
                 start += width
             }
         } else {
             for _ in 0..<count {
-                items.append(item(values[start..<(start + width)]))
+                items.append(item(values, start: start))
                 start += width
             }
         }
         return items
     }
 
-    /// The item whose values (in item order) are `row`.
+    /// The item whose values (in item order) are the `names.count` values of `values` from `start`.
     @inline(__always)
-    private func item(_ row: ArraySlice<Value>) -> Item {
-        if let layout { return Item(layout: layout, exactRow: row) }
-        var values: [String: Value] = Dictionary(minimumCapacity: names.count)
-        for (name, value) in zip(names, row) { values[name] = value }
-        return Item(values)
+    private func item(_ values: ValueRows, start: Int) -> Item {
+        if let layout { return Item(layout: layout, values: values, start: start) }
+        var d: [String: Value] = Dictionary(minimumCapacity: names.count)
+        for (n, name) in names.enumerated() { d[name] = values[start + n] }
+        return Item(d)
     }
 
     /// Initializes `out[0..<names.count]` with the returned columns' values of `record`, in item

@@ -1034,7 +1034,7 @@ struct ItemProjector {
     }
 
     func item(_ row: [Value]) -> Item {
-        if let layout = wholeRowLayout, row.count == width { return Item(layout: layout, exactRow: row[...]) }
+        if let layout = wholeRowLayout, row.count == width { return Item(layout: layout, row: row) }
         return Item(positions.mapValues { row[$0] })
     }
 

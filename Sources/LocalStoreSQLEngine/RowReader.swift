@@ -58,6 +58,16 @@ struct RowReader {
         }
     }
 
+    /// Appends the current row's values to `values`, the buffer of a result's item rows; on an error
+    /// `values` may hold some of them.
+    func append(to values: inout ValueRows.Builder) throws {
+        var n: Int32 = 0
+        for type in types {
+            values.append(try value(n, type))
+            n += 1
+        }
+    }
+
     private func text(_ p: UnsafePointer<UInt8>, _ n: Int32) -> String {
         String(decoding: UnsafeBufferPointer(start: p, count: Int(columnBytes(handle, n))), as: UTF8.self)
     }
@@ -127,9 +137,12 @@ struct ItemShape: Sendable {
 
     /// The item of the row `reader` is on.
     func item(_ reader: RowReader) throws -> Item {
-        let row = try reader.row()
-        if let layout { return Item(layout: layout, row: row) }
-        return item(row[...])
+        if let layout {
+            var values = ValueRows.Builder(capacity: types.count)
+            try reader.append(to: &values)
+            return Item(layout: layout, values: values.rows, start: 0)
+        }
+        return item(try reader.row()[...])
     }
 
     /// The items of the remaining rows of `reader`, appended to `items`. Their values are read into one
@@ -137,8 +150,7 @@ struct ItemShape: Sendable {
     /// allocation per result instead of one per row, and one to free. On an error `items` is unchanged.
     func appendItems(_ reader: RowReader, to items: inout [Item], expectedRows: Int) throws {
         let width = types.count
-        var values: [Value] = []
-        values.reserveCapacity(expectedRows * width)
+        var values = ValueRows.Builder(capacity: expectedRows * width)
         var rows = 0
         while try reader.next() {
             try reader.append(to: &values)
@@ -148,8 +160,11 @@ struct ItemShape: Sendable {
         items.reserveCapacity(items.count + rows)
         var start = 0
         for _ in 0..<rows {
-            let row = values[start..<(start + width)]
-            items.append(layout.map { Item(layout: $0, exactRow: row) } ?? item(row))
+            if let layout {
+                items.append(Item(layout: layout, values: values.rows, start: start))
+            } else {
+                items.append(item((0..<width).map { values.rows[start + $0] }[...]))
+            }
             start += width
         }
     }

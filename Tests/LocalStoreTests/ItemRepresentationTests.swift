@@ -132,6 +132,68 @@ struct ItemRepresentationTests {
         #expect(empty.id == nil)
     }
 
+    /// Items of one result share one buffer of values: writing one copies its own values first and
+    /// leaves the others (and a copy of itself) as they were.
+    @Test func itemsSharingOneBufferAreIndependent() throws {
+        let rows = (0..<4).map(Self.row)
+        let width = Self.names.count
+        let buffer = ValueRows.make(copying: rows.joined())
+        var items = (0..<4).map { Item(layout: Self.layout, values: buffer, start: $0 * width) }
+        let before = items
+        items[2]["priority"] = .int(99)
+        items[2]["text"] = .string("changed")
+        for n in 0..<4 {
+            var expected = Self.dictionary(rows[n])
+            if n == 2 {
+                expected["priority"] = .int(99)
+                expected["text"] = .string("changed")
+            }
+            #expect(items[n] == Item(expected))
+            #expect(items[n].hashValue == Item(expected).hashValue)
+            #expect(items[n].layout != nil)
+            #expect(before[n] == Item(Self.dictionary(rows[n])))
+        }
+        // The buffer itself was not written.
+        #expect(buffer[2 * width + 3] == rows[2][3])
+    }
+
+    /// Freeing a buffer of values releases what its strings, binaries and json hold (nothing is kept
+    /// alive, nothing is released twice): afterwards each original is the only reference to its storage
+    /// again, so writing it happens in place.
+    @Test func freeingValuesReleasesTheirStorage() {
+        var text = String(repeating: "x", count: 100)
+        text.reserveCapacity(400)
+        var bytes = [UInt8](repeating: 7, count: 64)
+        var list: [JSON] = [.string("a"), .int(1)]
+        list.reserveCapacity(16)
+        let textAddress = text.utf8.withContiguousStorageIfAvailable { UInt(bitPattern: $0.baseAddress) }
+        let bytesAddress = bytes.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+        let listAddress = list.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+        for _ in 0..<3 {
+            let values: [Value] = [.null, .string(text), .bool(true), .binary(bytes), .int(5), .json(.array(list)), .double(1.5),
+                .date(Date(timeIntervalSinceReferenceDate: 3))]
+            let buffer = ValueRows.make(copying: values + values)
+            let item = Item(layout: ItemLayout(names: (0..<16).map { "c\($0)" })!, values: buffer, start: 0)
+            #expect(item["c1"] == .string(text))
+            #expect(item["c13"] == .json(.array(list)))
+        }
+        text.append("y")
+        bytes[0] = 8
+        list.append(.null)
+        #expect(text.utf8.withContiguousStorageIfAvailable { UInt(bitPattern: $0.baseAddress) } == textAddress)
+        #expect(bytes.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } == bytesAddress)
+        #expect(list.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } == listAddress)
+    }
+
+    /// A growing buffer (a SQL result of unknown length) keeps every value it moves.
+    @Test func growingBufferKeepsItsValues() {
+        var builder = ValueRows.Builder(capacity: 1)
+        let values = (0..<40).flatMap(Self.row)
+        for v in values { builder.append(v) }
+        #expect(builder.count == values.count)
+        for (n, v) in values.enumerated() { #expect(builder.rows[n] == v) }
+    }
+
     struct Record: Codable, Equatable {
         var id: String
         var text: String?
