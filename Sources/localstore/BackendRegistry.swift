@@ -18,24 +18,23 @@ enum BackendRegistry {
                 LocalStoreSubject(store: try InMemoryStore(), reopen: nil)
             }
         case "sqlite":
-            return .persistent(name: "sqlite", baseline: "sqlite-c") { directory in
-                try SQLiteStore(path: directory.appendingPathComponent("store.sqlite").path)
+            return .persistent(name: "sqlite", baseline: "sqlite-c", file: "store.sqlite") { path in
+                try SQLiteStore(path: path)
             }
         case "sqlcipher":
             // A raw 256-bit key: no key derivation, so the numbers are the cipher's cost alone.
-            return .persistent(name: "sqlcipher", baseline: "sqlite-c") { directory in
-                try SQLCipherStore(path: directory.appendingPathComponent("store.db").path, key: try .raw(benchKey))
+            return .persistent(name: "sqlcipher", baseline: "sqlite-c", file: "store.db") { path in
+                try SQLCipherStore(path: path, key: try .raw(benchKey))
             }
         case "sqlcipher-passphrase":
             // The same store opened with a passphrase (PBKDF2, default 256,000 iterations per connection):
             // only `open` differs, so only it (after loading the data) is measured.
-            return .persistent(name: "sqlcipher-passphrase", baseline: nil, workloads: [.upsert, .open]) { directory in
-                try SQLCipherStore(
-                    path: directory.appendingPathComponent("store.db").path, key: try .passphrase("benchmark passphrase"))
+            return .persistent(name: "sqlcipher-passphrase", baseline: nil, workloads: [.upsert, .open], file: "store.db") {
+                try SQLCipherStore(path: $0, key: try .passphrase("benchmark passphrase"))
             }
         case "lmdb":
-            return .persistent(name: "lmdb", baseline: "lmdb-c") { directory in
-                try LMDBStore(path: directory.appendingPathComponent("store.lmdb").path)
+            return .persistent(name: "lmdb", baseline: "lmdb-c", file: "store.lmdb") { path in
+                try LMDBStore(path: path)
             }
         default:
             return BenchBaselines.all.first { $0.name == name }

@@ -17,11 +17,11 @@ public enum Subjects {
         BenchBackend(name: "memory", baseline: nil, isPersistent: false) { _ in
             LocalStoreSubject(store: try InMemoryStore(), reopen: nil)
         },
-        .persistent(name: "sqlite", baseline: "sqlite-c") { directory in
-            try SQLiteStore(path: directory.appendingPathComponent("store.sqlite").path)
+        .persistent(name: "sqlite", baseline: "sqlite-c", file: "store.sqlite") { path in
+            try SQLiteStore(path: path)
         },
-        .persistent(name: "lmdb", baseline: "lmdb-c") { directory in
-            try LMDBStore(path: directory.appendingPathComponent("store.lmdb").path)
+        .persistent(name: "lmdb", baseline: "lmdb-c", file: "store.lmdb") { path in
+            try LMDBStore(path: path)
         },
     ]
 
