@@ -47,7 +47,8 @@
 /// An item read from a store may keep its values by position with column names shared by every row
 /// of the result, and build its ``values`` dictionary only when that is read. Either form behaves the
 /// same: equality and hashing are those of the dictionaries. The values of the items of one result may
-/// share one buffer (each item a slice of it); changing an item's value copies its own values first.
+/// share one buffer (each item reading its own run of it); changing an item's value copies its own values
+/// first.
 public struct Item: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence, CustomStringConvertible {
     /// An item's values in row form: `layout.names.count` values of a buffer (that the items of one
     /// result may share) from `start`, the `n`th being the value of `layout.names[n]`. `Sendable` as an
