@@ -1196,8 +1196,12 @@ private struct CompoundWalk {
     let keys: [ResolvedSortKey]
     let groupColumns: [MemColumn]
     let wanted: Int
+    /// The entries taken so far, in order; the current group's matches are its tail from `groupStart` (put
+    /// in the full order when the group ends). Appending to `out` directly, not to a group array moved
+    /// into it at each group's end, saves ~120 instructions per entry when groups hold one row each (the
+    /// list query: `priority == p` ordered by `updatedAt`).
     var out: [Int] = []
-    var group: [Int] = []
+    var groupStart = 0
     var previous = -1
 
     init(table: MemTable, filter: SlotFilter?, keys: [ResolvedSortKey], groupColumns: [MemColumn], wanted: Int) {
@@ -1211,23 +1215,34 @@ private struct CompoundWalk {
 
     /// Ends the current group: a group of two or more is put in the full order.
     mutating func flush() {
-        if group.count > 1 {
+        if out.count &- groupStart > 1 {
             let (table, keys) = (self.table, self.keys)
-            group.sort { table.compare($0, $1, by: keys) < 0 }
+            out[groupStart...].sort { table.compare($0, $1, by: keys) < 0 }
         }
-        out.append(contentsOf: group)
-        group.removeAll(keepingCapacity: true)
+        groupStart = out.count
+    }
+
+    /// Whether `slot` differs from `previous` in a group column. The columns are borrowed from the
+    /// array (iterating it retained and released each column per entry).
+    private func startsGroup(_ previous: Int, _ slot: Int) -> Bool {
+        groupColumns.withUnsafeBufferPointer { columns in
+            for n in columns.indices
+            where Unmanaged.passUnretained(columns[n])._withUnsafeGuaranteedRef({ $0.compare(previous, slot, noCase: false) }) != 0 {
+                return true
+            }
+            return false
+        }
     }
 
     /// Takes the entry `slot`; `false` once enough rows are out.
     mutating func visit(_ slot: Int) -> Bool {
         let previous = self.previous
-        if previous >= 0, groupColumns.contains(where: { $0.compare(previous, slot, noCase: false) != 0 }) {
+        if previous >= 0, startsGroup(previous, slot) {
             flush()
             if out.count >= wanted { return false }
         }
         self.previous = slot
-        if filter?.matches(slot) ?? true { group.append(slot) }
+        if filter?.matches(slot) ?? true { out.append(slot) }
         return true
     }
 }
