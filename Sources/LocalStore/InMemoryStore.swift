@@ -475,9 +475,6 @@ final class MemTable {
     /// The value of `column` in `slot`.
     @inline(__always) func value(_ slot: Int, _ column: Int) -> Value { columns[column].value(slot) }
 
-    /// The row in `slot`, every column.
-    func row(_ slot: Int) -> [Value] { MemColumn.row(slot, of: columns) }
-
     /// The row in `slot` as an item with every column (in row form under ``layout``).
     func item(_ slot: Int) -> Item {
         if let layout { return Item(layout: layout, values: MemColumn.values(slot, of: columns), start: 0) }
