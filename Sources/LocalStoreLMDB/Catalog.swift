@@ -260,15 +260,24 @@ enum MetaKey {
     /// `LSLMDB` followed by the big-endian format version.
     static let magic = Array("LSLMDB".utf8)
     /// The newest store format this version reads and writes (docs/format.md): 1 — tables, columns,
-    /// column indexes (0.1.0; table definitions of version 1); 2 — also compound indexes (definitions of
-    /// version 2). A store is created as format 1 and becomes format 2 in the transaction that first
-    /// stores a version-2 definition, so a store without compound indexes stays readable by 0.1.0; a
+    /// column indexes, records of version 1 (0.1.0; table definitions of version 1); 2 — also compound
+    /// indexes (definitions of version 2); 3 — records of version 2 (tags first). A new store is
+    /// created as format 3 and writes version-2 records. A store of format 1 keeps writing version-1
+    /// records (so it stays readable by 0.1.0) and becomes format 2 in the transaction that first
+    /// stores a version-2 definition; a store of format 2 keeps writing version-1 records too. A
     /// store of a higher format is refused with `versionMismatch`.
-    static let formatVersion: UInt32 = 2
+    static let formatVersion: UInt32 = 3
     /// The format of a new store.
-    static let initialFormatVersion: UInt32 = 1
+    static let initialFormatVersion: UInt32 = 3
     /// The format a store needs once a table definition has version 2.
     static let compoundIndexFormatVersion: UInt32 = 2
+    /// The first format whose records are of version 2.
+    static let tagsFirstRecordsFormatVersion: UInt32 = 3
+
+    /// How a store of format `format` writes its records.
+    static func recordLayout(format: UInt64) -> RecordCodec.Layout {
+        format >= UInt64(tagsFirstRecordsFormatVersion) ? .tagsFirst : .inline
+    }
 
     static func formatValue(_ version: UInt32) -> [UInt8] {
         var out = magic

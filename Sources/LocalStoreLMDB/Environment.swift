@@ -64,6 +64,11 @@ final class Environment: @unchecked Sendable {
     /// The catalog database's handle, set by ``initialize()`` before the environment is shared (it
     /// never changes afterwards).
     private(set) var metaHandle: MDB_dbi = 0
+    /// How records are written: version 2 (tags first) in a store of format 3 or later, version 1 in
+    /// an older store, which stays readable by the versions that wrote it. Set by ``initialize()``
+    /// before the environment is shared (a store's format never changes while it is open: only a
+    /// compound index raises it, from 1 to 2).
+    private(set) var recordLayout: RecordCodec.Layout = .inline
     /// What reads by id of recently read tables need, per catalog generation (``ReadByIdPlan``).
     let readByIdPlans = LockedValue<[ReadByIdPlan]>([])
     /// What queries read before need again, per catalog generation (``QueryPlanCache``).
@@ -273,7 +278,7 @@ final class Environment: @unchecked Sendable {
                 throw LocalStoreError(.notADatabase, "'\(path)' is an LMDB environment that LocalStore did not create")
             }
             try LMDBErrors.check(rc, "cannot open the catalog")
-            try checkFormat(txn, dbi)
+            recordLayout = MetaKey.recordLayout(format: try checkFormat(txn, dbi))
             return true
         }
         if needsCreation {
@@ -282,12 +287,13 @@ final class Environment: @unchecked Sendable {
                 try LMDBErrors.check(mdb_dbi_open(txn, MetaKey.database, UInt32(MDB_CREATE), &dbi), "cannot create the catalog")
                 if try Environment.rawGet(txn, dbi, MetaKey.format) == nil {
                     try Environment.rawPut(txn, dbi, MetaKey.format, MetaKey.formatValue(MetaKey.initialFormatVersion))
+                    recordLayout = MetaKey.recordLayout(format: UInt64(MetaKey.initialFormatVersion))
                     var one: [UInt8] = []
                     KeyCodec.appendBigEndian(1, into: &one)
                     try Environment.rawPut(txn, dbi, MetaKey.generation, one)
                     try Environment.rawPut(txn, dbi, MetaKey.nextRowId, one)
                 } else {
-                    try checkFormat(txn, dbi)
+                    recordLayout = MetaKey.recordLayout(format: try checkFormat(txn, dbi))
                 }
                 return true
             }
@@ -321,7 +327,8 @@ final class Environment: @unchecked Sendable {
         }
     }
 
-    private func checkFormat(_ txn: OpaquePointer, _ meta: MDB_dbi) throws {
+    /// Returns the store's format number.
+    private func checkFormat(_ txn: OpaquePointer, _ meta: MDB_dbi) throws -> UInt64 {
         guard let value = try Environment.rawGet(txn, meta, MetaKey.format), value.count == MetaKey.magic.count + 8,
             Array(value.prefix(MetaKey.magic.count)) == MetaKey.magic
         else {
@@ -333,6 +340,7 @@ final class Environment: @unchecked Sendable {
                 .versionMismatch,
                 "'\(path)' was written in LocalStoreLMDB format \(version); this version reads formats 1 to \(MetaKey.formatVersion)")
         }
+        return version
     }
 
     /// Runs `body` in a transaction of its own (no gate handling: the caller holds the gate);

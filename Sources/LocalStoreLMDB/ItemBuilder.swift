@@ -147,7 +147,8 @@ struct ItemBuilder: Sendable {
         for (k, v) in row.enumerated() { (out + k).initialize(to: v) }
     }
 
-    /// One pass over a plain record: the version byte, the row number and the column count, then
+    /// One pass over a plain record: the version byte, the row number and the column count (version
+    /// 1; version 2: the column count, the tags and the row number), then
     /// each stored column — null, or a value of its column's type other than json: booleans, integers,
     /// finite doubles, dates, binaries and strings (ASCII, or valid UTF-8) — with the id column not
     /// null and no byte left over. Initializes `out[0..<names.count]` with the returned columns' values
@@ -157,15 +158,31 @@ struct ItemBuilder: Sendable {
     private func fillPlain(_ record: UnsafeRawBufferPointer, _ out: UnsafeMutablePointer<Value>) -> Bool {
         guard let p = record.baseAddress else { return false }
         let end = record.count
-        guard end > 0, p.load(as: UInt8.self) == RecordCodec.version else { return false }
+        guard end > 0 else { return false }
         var i = 1
-        guard SimpleRecordTest.skipRowNumber(p, &i, end), let stored = SimpleRecordTest.varint(p, &i, end) else { return false }
+        let stored: UInt64
+        // Version 2: where the tags are (-1: each before its payload, version 1).
+        var tagAt = -1
+        switch p.load(as: UInt8.self) {
+        case RecordCodec.version:
+            guard SimpleRecordTest.skipRowNumber(p, &i, end), let count = SimpleRecordTest.varint(p, &i, end) else { return false }
+            stored = count
+        case RecordCodec.tagsFirstVersion:
+            guard let count = SimpleRecordTest.varint(p, &i, end), count <= UInt64(end &- i) else { return false }
+            stored = count
+            tagAt = i
+            i &+= Int(count)
+            guard SimpleRecordTest.skipRowNumber(p, &i, end) else { return false }
+        default:
+            return false
+        }
         let width = names.count
         if isWholeRow {
             guard stored <= UInt64(width) else { return false }
             return tags.withUnsafeBufferPointer { tags in
                 guard let t = tags.baseAddress else { return false }
-                return ItemBuilder.fillWholePlain(p, from: i, end: end, count: Int(stored), width: width, tags: t, idIndex: idIndex, out)
+                return ItemBuilder.fillWholePlain(
+                    p, from: i, end: end, count: Int(stored), width: width, tags: t, tagAt: tagAt, idIndex: idIndex, out)
             }
         }
         return tags.withUnsafeBufferPointer { tags -> Bool in
@@ -176,9 +193,14 @@ struct ItemBuilder: Sendable {
             var hasId = false
             let ok = slots.withUnsafeBufferPointer { slots -> Bool in
                 for n in 0..<count {
-                    guard i < end else { return false }
-                    let tag = p.load(fromByteOffset: i, as: UInt8.self)
-                    i += 1
+                    let tag: UInt8
+                    if tagAt < 0 {
+                        guard i < end else { return false }
+                        tag = p.load(fromByteOffset: i, as: UInt8.self)
+                        i += 1
+                    } else {
+                        tag = p.load(fromByteOffset: tagAt &+ n, as: UInt8.self)
+                    }
                     let slot = slots[n]
                     let value: Value
                     switch tag {
@@ -248,20 +270,26 @@ struct ItemBuilder: Sendable {
     /// record lacks. One loop whose only state is the offset and the column, so each value costs its
     /// tag test and its payload (the general loop also carries a projection's slots). Accepts exactly
     /// the records ``fillPlain(_:_:)`` accepts, with the same values; on `false`, `out` is left
-    /// uninitialized.
+    /// uninitialized. `tagAt`: where a version-2 record's tags are, -1 for version 1 (each tag before
+    /// its payload).
     private static func fillWholePlain(
-        _ p: UnsafeRawPointer, from start: Int, end: Int, count: Int, width: Int, tags: UnsafePointer<UInt8>, idIndex: Int,
-        _ out: UnsafeMutablePointer<Value>
+        _ p: UnsafeRawPointer, from start: Int, end: Int, count: Int, width: Int, tags: UnsafePointer<UInt8>, tagAt: Int,
+        idIndex: Int, _ out: UnsafeMutablePointer<Value>
     ) -> Bool {
         var i = start
         // `n` values are initialized; the loop ends early (`break scan`, `n < count`) at anything the
         // one-pass decoder does not accept.
         var n = 0
         scan: while n < count {
-            guard i < end else { break scan }
-            let tag = p.load(fromByteOffset: i, as: UInt8.self)
+            let tag: UInt8
+            if tagAt < 0 {
+                guard i < end else { break scan }
+                tag = p.load(fromByteOffset: i, as: UInt8.self)
+                i &+= 1
+            } else {
+                tag = p.load(fromByteOffset: tagAt &+ n, as: UInt8.self)
+            }
             let expected = tags[n]
-            i &+= 1
             let value: Value
             switch tag {
             case RecordCodec.Tag.null:

@@ -1,11 +1,13 @@
 import Foundation
 import LocalStore
 
-/// The binary record format (see docs/lmdb.md, "Record format").
+/// The binary record formats (see docs/lmdb.md, "Record format").
 ///
 /// ```
-/// record  := version(0x01) varint(rowId) varint(columnCount) value*
-/// value   := 0x00 null | 0x01 false | 0x02 true | 0x03 zigzag-varint int
+/// record1 := version(0x01) varint(rowId) varint(columnCount) value*
+/// record2 := version(0x02) varint(columnCount) tag[columnCount] varint(rowId) payload[columnCount]
+/// value   := tag payload
+/// tag payload := 0x00 null | 0x01 false | 0x02 true | 0x03 zigzag-varint int
 ///          | 0x04 double(8 bytes, bit pattern, little-endian)
 ///          | 0x05 varint(length) utf8 | 0x06 date(8 bytes: timeIntervalSinceReferenceDate bits)
 ///          | 0x07 varint(length) bytes | 0x08 json
@@ -13,12 +15,28 @@ import LocalStore
 ///          | 0x05 varint(length) utf8 | 0x06 varint(count) json* | 0x07 varint(count) (varint(length) utf8 json)*
 /// ```
 ///
+/// Version 2 (``Layout/tagsFirst``, written by stores of format 3) keeps the column tags together
+/// before the payloads: a boolean or a null (a tag without payload) is read at a fixed offset, without
+/// skipping the columns before it. Version 1 (``Layout/inline``) is what stores of formats 1 and 2
+/// write; every reader accepts both.
+///
 /// Columns are stored by position (columns are only ever appended, so positions are stable); a
 /// record shorter than the schema reads null for the missing columns. The decoder checks every
 /// length against the bytes left and every value against its column's type, and throws `corrupt`
 /// on anything else: it never traps on arbitrary input.
 enum RecordCodec {
+    /// The version byte of a record whose tags are inline with their payloads.
     static let version: UInt8 = 1
+    /// The version byte of a record whose tags come first.
+    static let tagsFirstVersion: UInt8 = 2
+
+    /// How a store writes its records.
+    enum Layout: Sendable, CaseIterable {
+        /// Version 1: each value's tag before its payload (stores of format 1 and 2).
+        case inline
+        /// Version 2: all the tags, then the row number, then the payloads (stores of format 3).
+        case tagsFirst
+    }
     /// The deepest json nesting stored (the same limit as the core's JSON parser).
     static let maximumJSONDepth = 512
 
@@ -38,13 +56,22 @@ enum RecordCodec {
 
     // MARK: Encoding
 
-    static func encode(_ row: [Value], rowId: UInt64) -> [UInt8] {
+    static func encode(_ row: [Value], rowId: UInt64, layout: Layout) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(16 + row.count * 8)
-        out.append(version)
-        appendVarint(rowId, into: &out)
-        appendVarint(UInt64(row.count), into: &out)
-        for v in row { appendValue(v, into: &out) }
+        switch layout {
+        case .inline:
+            out.append(version)
+            appendVarint(rowId, into: &out)
+            appendVarint(UInt64(row.count), into: &out)
+            for v in row { appendValue(v, into: &out) }
+        case .tagsFirst:
+            out.append(tagsFirstVersion)
+            appendVarint(UInt64(row.count), into: &out)
+            for v in row { out.append(tag(of: v)) }
+            appendVarint(rowId, into: &out)
+            for v in row { appendPayload(v, into: &out) }
+        }
         return out
     }
 
@@ -70,28 +97,35 @@ enum RecordCodec {
         out.append(contentsOf: bytes)
     }
 
-    static func appendValue(_ v: Value, into out: inout [UInt8]) {
+    /// The tag of a value.
+    static func tag(of v: Value) -> UInt8 {
         switch v {
-        case .null: out.append(Tag.null)
-        case .bool(let b): out.append(b ? Tag.true : Tag.false)
-        case .int(let i):
-            out.append(Tag.int)
-            appendVarint(zigzag(i), into: &out)
-        case .double(let d):
-            out.append(Tag.double)
-            appendFixed(d.bitPattern, into: &out)
-        case .string(let s):
-            out.append(Tag.string)
-            appendBytes(s.utf8, into: &out)
-        case .date(let d):
-            out.append(Tag.date)
-            appendFixed(d.timeIntervalSinceReferenceDate.bitPattern, into: &out)
-        case .binary(let b):
-            out.append(Tag.binary)
-            appendBytes(b, into: &out)
-        case .json(let j):
-            out.append(Tag.json)
-            appendJSON(j, into: &out)
+        case .null: return Tag.null
+        case .bool(let b): return b ? Tag.true : Tag.false
+        case .int: return Tag.int
+        case .double: return Tag.double
+        case .string: return Tag.string
+        case .date: return Tag.date
+        case .binary: return Tag.binary
+        case .json: return Tag.json
+        }
+    }
+
+    static func appendValue(_ v: Value, into out: inout [UInt8]) {
+        out.append(tag(of: v))
+        appendPayload(v, into: &out)
+    }
+
+    /// A value's bytes after its tag (nothing for null and booleans).
+    static func appendPayload(_ v: Value, into out: inout [UInt8]) {
+        switch v {
+        case .null, .bool: break
+        case .int(let i): appendVarint(zigzag(i), into: &out)
+        case .double(let d): appendFixed(d.bitPattern, into: &out)
+        case .string(let s): appendBytes(s.utf8, into: &out)
+        case .date(let d): appendFixed(d.timeIntervalSinceReferenceDate.bitPattern, into: &out)
+        case .binary(let b): appendBytes(b, into: &out)
+        case .json(let j): appendJSON(j, into: &out)
         }
     }
 
@@ -177,15 +211,31 @@ enum RecordCodec {
     ) throws -> UInt64 {
         var r = ByteReader(bytes)
         do {
-            guard try r.byte() == version else { throw ByteReader.Failure("unknown record version") }
-            let rowId = try r.varint()
-            let count = try r.varint()
+            let recordVersion = try r.byte()
+            let rowId: UInt64
+            let count: UInt64
             let columns = schema.columns
             let width = columns.count
+            // Version 2: where the tags are (read one by one below, the reader at the payloads).
+            var tagAt = -1
+            switch recordVersion {
+            case version:
+                rowId = try r.varint()
+                count = try r.varint()
+            case tagsFirstVersion:
+                count = try r.varint()
+                guard count <= UInt64(width) else { throw ByteReader.Failure("record has \(count) columns, the table \(width)") }
+                guard count <= UInt64(r.remaining) else { throw ByteReader.Failure("unexpected end") }
+                tagAt = r.offset
+                r.seek(r.offset + Int(count))
+                rowId = try r.varint()
+            default:
+                throw ByteReader.Failure("unknown record version")
+            }
             guard count <= UInt64(width) else { throw ByteReader.Failure("record has \(count) columns, the table \(width)") }
             var hasId = false
             for n in 0..<Int(count) {
-                let v = try r.value()
+                let v = try tagAt < 0 ? r.value() : r.value(tag: bytes[tagAt + n])
                 let type = columns[n].type
                 guard type.accepts(v) else {
                     throw ByteReader.Failure("column '\(columns[n].name)' holds a \(v.kindName)")
@@ -301,7 +351,12 @@ struct ByteReader {
     }
 
     mutating func value() throws -> Value {
-        switch try byte() {
+        try value(tag: try byte())
+    }
+
+    /// The value whose tag is `tag` and whose payload is at the reader.
+    mutating func value(tag: UInt8) throws -> Value {
+        switch tag {
         case RecordCodec.Tag.null: return .null
         case RecordCodec.Tag.false: return .bool(false)
         case RecordCodec.Tag.true: return .bool(true)

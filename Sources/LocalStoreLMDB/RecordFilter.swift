@@ -20,7 +20,12 @@ final class RecordFields {
     /// The current record and how many of its columns were located. Behind a pointer rather than
     /// in stored `var`s: class properties pay a dynamic exclusivity check on every access, which
     /// cost more than the locating itself.
-    private let current: UnsafeMutablePointer<(bytes: UnsafeRawBufferPointer, located: Int)>
+    ///
+    /// `pending`: for a version-2 record, where its row number starts while the payloads of the
+    /// located columns are not yet located (-1 once they are, and always for version 1). A version-2
+    /// record's tags are read at ``locate(_:)``; its row number and payloads only when a payload is
+    /// first read, so a test of booleans and nulls reads the header and the tags alone.
+    private let current: UnsafeMutablePointer<(bytes: UnsafeRawBufferPointer, located: Int, pending: Int)>
     private let types: [ColumnType]
 
     /// How many columns the current record stores among 0...`last` (the others read as null).
@@ -33,9 +38,11 @@ final class RecordFields {
         let n = max(1, last + 1)
         tags = .allocate(capacity: n)
         starts = .allocate(capacity: n)
+        starts.initialize(repeating: 0, count: n)
         ends = .allocate(capacity: n)
+        ends.initialize(repeating: 0, count: n)
         current = .allocate(capacity: 1)
-        current.initialize(to: (UnsafeRawBufferPointer(start: nil, count: 0), 0))
+        current.initialize(to: (UnsafeRawBufferPointer(start: nil, count: 0), 0, -1))
         types = schema.columns.map(\.type)
     }
 
@@ -53,49 +60,88 @@ final class RecordFields {
 
     /// Locates columns 0...`last` of `record` (valid until the next call). The same bounds and
     /// structure checks as ``ByteReader``, written over a raw pointer: this runs once per record
-    /// of a scan.
+    /// of a scan. For a version-2 record only the header and the tags are read here (the payloads
+    /// when one is first read: ``locatePayloads()``).
     func locate(_ record: UnsafeRawBufferPointer) throws {
-        current.pointee = (record, 0)
+        current.pointee = (record, 0, -1)
         var i = 0
         do {
             guard let base = record.baseAddress else { throw ByteReader.Failure("unexpected end") }
             let end = record.count
-            guard end > 0, base.load(as: UInt8.self) == RecordCodec.version else {
-                throw ByteReader.Failure(end > 0 ? "unknown record version" : "unexpected end")
-            }
+            guard end > 0 else { throw ByteReader.Failure("unexpected end") }
+            let recordVersion = base.load(as: UInt8.self)
             i = 1
-            _ = try RecordFields.varint(base, &i, end)
-            let count = try RecordFields.varint(base, &i, end)
             let width = schema.columns.count
-            guard count <= UInt64(width) else { throw ByteReader.Failure("record has \(count) columns, the table \(width)") }
-            let n = min(Int(count), last + 1)
-            for c in 0..<n {
-                guard i < end else { throw ByteReader.Failure("unexpected end") }
-                let tag = base.load(fromByteOffset: i, as: UInt8.self)
-                i += 1
-                tags[c] = tag
-                starts[c] = i
-                switch tag {
-                case RecordCodec.Tag.null, RecordCodec.Tag.false, RecordCodec.Tag.true: break
-                case RecordCodec.Tag.int: _ = try RecordFields.varint(base, &i, end)
-                case RecordCodec.Tag.double, RecordCodec.Tag.date:
-                    guard end - i >= 8 else { throw ByteReader.Failure("unexpected end") }
-                    i += 8
-                case RecordCodec.Tag.string, RecordCodec.Tag.binary:
-                    let length = try RecordFields.varint(base, &i, end)
-                    guard length <= UInt64(end - i) else { throw ByteReader.Failure("length \(length) beyond the end") }
-                    starts[c] = i  // the payload, after its length
-                    i += Int(length)
-                case RecordCodec.Tag.json:
-                    var r = ByteReader(record)
-                    r.seek(i)
-                    try r.skipJSON(depth: 0)
-                    i = r.offset
-                default: throw ByteReader.Failure("unknown value tag \(tag)")
+            switch recordVersion {
+            case RecordCodec.version:
+                _ = try RecordFields.varint(base, &i, end)
+                let count = try RecordFields.varint(base, &i, end)
+                guard count <= UInt64(width) else { throw ByteReader.Failure("record has \(count) columns, the table \(width)") }
+                let n = min(Int(count), last + 1)
+                for c in 0..<n {
+                    guard i < end else { throw ByteReader.Failure("unexpected end") }
+                    let tag = base.load(fromByteOffset: i, as: UInt8.self)
+                    i += 1
+                    tags[c] = tag
+                    try locatePayload(c, tag, base, &i, end)
                 }
-                ends[c] = i
+                current.pointee.located = n
+            case RecordCodec.tagsFirstVersion:
+                let count = try RecordFields.varint(base, &i, end)
+                guard count <= UInt64(width) else { throw ByteReader.Failure("record has \(count) columns, the table \(width)") }
+                guard count <= UInt64(end - i) else { throw ByteReader.Failure("unexpected end") }
+                let n = min(Int(count), last + 1)
+                for c in 0..<n { tags[c] = base.load(fromByteOffset: i + c, as: UInt8.self) }
+                current.pointee.located = n
+                current.pointee.pending = i + Int(count)
+            default:
+                throw ByteReader.Failure("unknown record version")
             }
-            current.pointee.located = n
+        } catch let f as ByteReader.Failure {
+            throw failure(f.what, at: i)
+        }
+    }
+
+    /// Sets `starts[c]` and `ends[c]` for column `c`, whose payload (of tag `tag`) is at `i`; moves `i`
+    /// past it.
+    @inline(__always)
+    private func locatePayload(_ c: Int, _ tag: UInt8, _ base: UnsafeRawPointer, _ i: inout Int, _ end: Int) throws {
+        starts[c] = i
+        switch tag {
+        case RecordCodec.Tag.null, RecordCodec.Tag.false, RecordCodec.Tag.true: break
+        case RecordCodec.Tag.int: _ = try RecordFields.varint(base, &i, end)
+        case RecordCodec.Tag.double, RecordCodec.Tag.date:
+            guard end - i >= 8 else { throw ByteReader.Failure("unexpected end") }
+            i += 8
+        case RecordCodec.Tag.string, RecordCodec.Tag.binary:
+            let length = try RecordFields.varint(base, &i, end)
+            guard length <= UInt64(end - i) else { throw ByteReader.Failure("length \(length) beyond the end") }
+            starts[c] = i  // the payload, after its length
+            i += Int(length)
+        case RecordCodec.Tag.json:
+            var r = ByteReader(UnsafeRawBufferPointer(start: base, count: end))
+            r.seek(i)
+            try r.skipJSON(depth: 0)
+            i = r.offset
+        default: throw ByteReader.Failure("unknown value tag \(tag)")
+        }
+        ends[c] = i
+    }
+
+    /// Locates the payloads of a version-2 record's located columns (after its row number), once;
+    /// nothing for a version-1 record (located whole by ``locate(_:)``).
+    @inline(__always) private func locatePayloads() throws {
+        if current.pointee.pending >= 0 { try locatePendingPayloads() }
+    }
+
+    private func locatePendingPayloads() throws {
+        var i = current.pointee.pending
+        do {
+            guard let base = bytes.baseAddress else { throw ByteReader.Failure("unexpected end") }
+            let end = bytes.count
+            _ = try RecordFields.varint(base, &i, end)
+            for c in 0..<located { try locatePayload(c, tags[c], base, &i, end) }
+            current.pointee.pending = -1
         } catch let f as ByteReader.Failure {
             throw failure(f.what, at: i)
         }
@@ -106,6 +152,11 @@ final class RecordFields {
         guard let base = bytes.baseAddress else { throw failure("unexpected end", at: 0) }
         var i = 1
         do {
+            if base.load(as: UInt8.self) == RecordCodec.tagsFirstVersion {
+                // The column count, then as many tags.
+                let count = try RecordFields.varint(base, &i, bytes.count)
+                i += Int(count)
+            }
             return try RecordFields.varint(base, &i, bytes.count)
         } catch let f as ByteReader.Failure {
             throw failure(f.what, at: i)
@@ -139,7 +190,9 @@ final class RecordFields {
     /// The integer of column `n` when it holds an int in an integer column (no other check is
     /// needed for such a value), else `nil`.
     @inline(__always) func plainInt(_ n: Int) -> Int64? {
-        guard n < located, tags[n] == RecordCodec.Tag.int, types[n] == .integer, let base = bytes.baseAddress else { return nil }
+        guard n < located, tags[n] == RecordCodec.Tag.int, types[n] == .integer, let base = bytes.baseAddress,
+            (try? locatePayloads()) != nil
+        else { return nil }
         var i = starts[n]
         guard let u = try? RecordFields.varint(base, &i, ends[n]) else { return nil }
         return RecordCodec.unzigzag(u)
@@ -163,7 +216,10 @@ final class RecordFields {
     func value(_ n: Int) throws -> Value {
         guard n < located else { return .null }
         let v: Value
-        switch tags[n] {
+        let tag = tags[n]
+        // A null or a boolean is its tag alone.
+        if tag > RecordCodec.Tag.true { try locatePayloads() }
+        switch tag {
         case RecordCodec.Tag.string:
             let raw = UnsafeRawBufferPointer(rebasing: bytes[starts[n]..<ends[n]])
             if ByteReader.isASCII(raw) {
@@ -177,9 +233,9 @@ final class RecordFields {
             v = .binary(Array(UnsafeRawBufferPointer(rebasing: bytes[starts[n]..<ends[n]])))
         default:
             var r = ByteReader(bytes)
-            r.seek(starts[n] - 1)
+            r.seek(starts[n])
             do {
-                v = try r.value()
+                v = try r.value(tag: tags[n])
             } catch let f as ByteReader.Failure {
                 throw failure(f.what, at: r.offset)
             }
@@ -198,6 +254,7 @@ final class RecordFields {
             _ = try value(n)  // null, or a damaged value: throws
             return nil
         }
+        try locatePayloads()
         let raw = UnsafeRawBufferPointer(rebasing: bytes[starts[n]..<ends[n]])
         guard ByteReader.isASCII(raw) || String(validating: raw, as: UTF8.self) != nil else {
             throw failure("invalid UTF-8", at: ends[n])
@@ -594,10 +651,59 @@ struct SimpleRecordTest {
         return i < end ? i : -1
     }
 
+    /// For a version-2 record (tags first): the offset of the tested column's tag, or -1 when the
+    /// header is of another shape (a column count of more than one byte, beyond the table's width, or
+    /// with its tags past the end; a record too short to hold the column). The general path reads
+    /// the same header, and a tag without payload (null, false, true) alone.
+    @inline(__always) func tagOffsetInTagsFirst(_ base: UnsafeRawPointer, _ end: Int) -> Int {
+        guard end >= 2 else { return -1 }
+        let count = Int(base.load(fromByteOffset: 1, as: UInt8.self))
+        // column < count <= width (so the count is a one-byte varint), and the tags within the end.
+        guard UInt(bitPattern: count &- column &- 1) < UInt(bitPattern: width &- column), count &+ 2 <= end else { return -1 }
+        return 2 &+ column
+    }
+
+    /// For a version-2 record: the offset of the tested column's payload, or -1 when the record is
+    /// unusual in any way (see ``columnOffset(_:_:)``): past the tags, the row number, then the payloads
+    /// of the columns before the tested one, skipped by their tags.
+    @inline(__always) func payloadOffsetInTagsFirst(_ base: UnsafeRawPointer, _ end: Int) -> Int {
+        guard tagOffsetInTagsFirst(base, end) >= 0 else { return -1 }
+        var i = 2 &+ Int(base.load(fromByteOffset: 1, as: UInt8.self))
+        guard SimpleRecordTest.skipRowNumber(base, &i, end) else { return -1 }
+        var c = 0
+        while c < column {
+            let before = base.load(fromByteOffset: 2 &+ c, as: UInt8.self)
+            if before | 2 == RecordCodec.Tag.binary {
+                // A string or binary value (tags 5 and 7): its length, then its bytes.
+                guard i < end else { return -1 }
+                let b = base.load(fromByteOffset: i, as: UInt8.self)
+                if b < 0x80 {
+                    i &+= 1 &+ Int(b)  // checked against the end by whatever reads at `i` next
+                } else {
+                    guard let length = SimpleRecordTest.varint(base, &i, end), length <= UInt64(end &- i) else { return -1 }
+                    i &+= Int(length)
+                }
+            } else if before <= RecordCodec.Tag.true {
+                // null, false, true: no payload
+            } else if before == RecordCodec.Tag.double || before == RecordCodec.Tag.date {
+                guard end &- i >= 8 else { return -1 }
+                i &+= 8
+            } else if before == RecordCodec.Tag.int {
+                guard SimpleRecordTest.varint(base, &i, end) != nil else { return -1 }
+            } else {
+                return -1
+            }
+            c &+= 1
+        }
+        return i <= end ? i : -1
+    }
+
     /// ``evaluate(_:)`` for the `.bool` kind (what `count` runs per record): the answer for each of
-    /// the column's tags is known before the walk.
+    /// the column's tags is known before the walk. In a version-2 record the tag is read at its
+    /// fixed offset.
     @inline(__always) func boolAnswer(_ base: UnsafeRawPointer, _ end: Int) -> Bool? {
-        let at = columnOffset(base, end)
+        let at = end > 0 && base.load(as: UInt8.self) == RecordCodec.tagsFirstVersion
+            ? tagOffsetInTagsFirst(base, end) : columnOffset(base, end)
         guard at >= 0 else { return nil }
         switch base.load(fromByteOffset: at, as: UInt8.self) {
         case RecordCodec.Tag.true: return ifTrue
@@ -626,8 +732,30 @@ struct SimpleRecordTest {
             dv = data
         }
         let test = self
+        // A version-2 record is answered from its first two bytes (version, column count) and the
+        // tested column's tag, as ``tagOffsetInTagsFirst(_:_:)`` and ``boolAnswer(_:_:)`` do: the
+        // count is within column + 1 ... width (so it is a one-byte varint) and the tags within the
+        // record; the answers for tags 0 (null), 1 (false) and 2 (true) are bits 0, 1 and 2.
+        let minimumCount = UInt(bitPattern: column &+ 1)
+        let counts = UInt(bitPattern: width &- column)
+        let tagAt = 2 &+ column
+        let answers = (ifFalse ? 2 : 0) | (ifTrue ? 4 : 0)
         while code == 0 {
             let end = data.mv_size
+            if end >= 2, let base = UnsafeRawPointer(data.mv_data) {
+                let header = UInt16(littleEndian: base.loadUnaligned(as: UInt16.self))
+                let count = UInt(header &>> 8)
+                if UInt8(truncatingIfNeeded: header) == RecordCodec.tagsFirstVersion, count &- minimumCount < counts,
+                    count &+ 2 <= UInt(bitPattern: end)
+                {
+                    let tag = base.load(fromByteOffset: tagAt, as: UInt8.self)
+                    if tag <= RecordCodec.Tag.true {
+                        n &+= (answers &>> Int(tag)) & 1
+                        code = mdb_cursor_get(cursor, &key, &data, MDB_NEXT)
+                        continue
+                    }
+                }
+            }
             if let base = UnsafeRawPointer(data.mv_data), let answer = test.boolAnswer(base, end) {
                 if answer { n &+= 1 }
             } else if try general.matchesInGeneral(UnsafeRawBufferPointer(start: data.mv_data, count: end)) {
@@ -643,10 +771,18 @@ struct SimpleRecordTest {
         guard let base = record.baseAddress else { return nil }
         let end = record.count
         if case .bool = kind { return boolAnswer(base, end) }
-        var i = columnOffset(base, end)
-        guard i >= 0 else { return nil }
-        let tag = base.load(fromByteOffset: i, as: UInt8.self)
-        i &+= 1
+        var i: Int
+        let tag: UInt8
+        if end > 0 && base.load(as: UInt8.self) == RecordCodec.tagsFirstVersion {
+            i = payloadOffsetInTagsFirst(base, end)
+            guard i >= 0 else { return nil }
+            tag = base.load(fromByteOffset: 2 &+ column, as: UInt8.self)
+        } else {
+            i = columnOffset(base, end)
+            guard i >= 0 else { return nil }
+            tag = base.load(fromByteOffset: i, as: UInt8.self)
+            i &+= 1
+        }
         // A null column matches no comparison and no string test (as in ``RecordTest``).
         if tag == RecordCodec.Tag.null { return false }
         let comparison: Int

@@ -569,12 +569,12 @@ final class TxnContext {
                         try put(dbi, newKey, found.key)
                     }
                 }
-                try put(primary, found.key, RecordCodec.encode(found.row, rowId: found.rowId))
+                try put(primary, found.key, RecordCodec.encode(found.row, rowId: found.rowId, layout: environment.recordLayout))
             } else {
                 let rowId = try allocateRowId()
                 let row = p.newRow(columnCount: width)
                 let key = KeyCodec.storedKey(KeyCodec.idKey(p.id), rowId: rowId)
-                try put(primary, key, RecordCodec.encode(row, rowId: rowId))
+                try put(primary, key, RecordCodec.encode(row, rowId: rowId, layout: environment.recordLayout))
                 for (index, dbi) in indexes {
                     try put(dbi, TxnContext.indexKey(index, t.schema, row: row, rowId: rowId), key)
                 }

@@ -173,6 +173,32 @@ enum RawFormat {
         return value.suffix(8).reduce(0) { $0 << 8 | UInt64($1) }
     }
 
+    /// The version bytes (the first byte) of every record of an LMDB store's table `table`, by id key.
+    static func lmdbRecordVersions(_ directory: String, table: String) throws -> [UInt8] {
+        var env: OpaquePointer?
+        try #require(mdb_env_create(&env) == 0)
+        defer { mdb_env_close(env) }
+        try #require(mdb_env_set_maxdbs(env, 64) == 0)
+        try #require(mdb_env_open(env, directory, UInt32(MDB_RDONLY), 0o600) == 0)
+        var txn: OpaquePointer?
+        try #require(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn) == 0)
+        defer { mdb_txn_abort(txn) }
+        var dbi: MDB_dbi = 0
+        try #require(mdb_dbi_open(txn, "t:" + table.lowercased(), 0, &dbi) == 0)
+        var cursor: OpaquePointer?
+        try #require(mdb_cursor_open(txn, dbi, &cursor) == 0)
+        defer { mdb_cursor_close(cursor) }
+        var versions: [UInt8] = []
+        var kv = MDB_val()
+        var dv = MDB_val()
+        var rc = mdb_cursor_get(cursor, &kv, &dv, MDB_FIRST)
+        while rc == 0 {
+            versions.append(dv.mv_size > 0 ? dv.mv_data.load(as: UInt8.self) : 0)
+            rc = mdb_cursor_get(cursor, &kv, &dv, MDB_NEXT)
+        }
+        return versions
+    }
+
     /// The format number of the fixture copy (the store must be closed for LMDB and SQLite).
     static func of(_ copy: FixtureCopy) throws -> Int64? {
         switch copy.backend.name {
@@ -251,10 +277,36 @@ struct FormatFixtureTests {
             #expect(try store.appendOperation(table: "TodoItem", itemId: "d", properties: Array(#"{"type":"insert"}"#.utf8)).id == 4)
             try store.upsert([["id": "d", "text": "new", "priority": 5]], into: "TodoItem")
         }
+        // Writing rows leaves the format as it was: a store of format 1 or 2 keeps writing records of
+        // version 1 (readable by the versions that wrote it), a store of format 3 records of version 2.
+        #expect(try RawFormat.of(copy) == (backend.name == "lmdb" ? Int64(set.lmdbFormat) : set.sqlFormat))
+        if backend.name == "lmdb" {
+            let versions = try RawFormat.lmdbRecordVersions(copy.path, table: "TodoItem")
+            #expect(versions.count == 4)
+            #expect(Set(versions) == [set.lmdbFormat >= 3 ? 2 : 1], "\(versions)")
+        }
         let reopened = try copy.open()
         defer { try? reopened.close() }
         #expect(try reopened.read(table: "TodoItem", id: "d")?["text"] == "new")
         #expect(try reopened.pendingOperations().map(\.id) == [1, 3, 4])
+    }
+
+    /// A new LMDB store is created as format 3 and writes records of version 2 (tags first).
+    @Test func aNewLMDBStoreWritesTagsFirstRecords() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ls-format-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        do {
+            let store = try LMDBStore(path: directory.path)
+            defer { try? store.close() }
+            try store.defineTable(Expected.todo)
+            try store.upsert([["id": "a", "text": "one", "done": true, "priority": 1], ["id": "b"]], into: "TodoItem")
+        }
+        #expect(try RawFormat.lmdb(directory.path) == 3)
+        #expect(try RawFormat.lmdbRecordVersions(directory.path, table: "TodoItem") == [2, 2])
+        let store = try LMDBStore(path: directory.path)
+        defer { try? store.close() }
+        #expect(try store.count("TodoItem", where: Field("done") == true) == 1)
+        #expect(try store.read(table: "TodoItem", id: "a")?["text"] == "one")
     }
 
     /// A store without compound indexes is upgraded to format 2 by the definition that adds the first one
@@ -289,19 +341,21 @@ struct FormatFixtureTests {
     @Test(arguments: cases.filter { $0.1.name != "sqlcipher" })
     func aNewerFormatIsAVersionMismatch(_ set: FixtureSet, _ backend: FixtureBackend) throws {
         let copy = try FixtureCopy(set, backend)
+        // LMDB knows formats 1 to 3, SQL formats 1 and 2.
+        let next = backend.name == "lmdb" ? 4 : 3
         if backend.name == "lmdb" {
-            _ = try RawFormat.lmdb(copy.path, set: 3)
+            _ = try RawFormat.lmdb(copy.path, set: UInt64(next))
         } else {
-            try RawFormat.setSQLite(copy.path, 3)
+            try RawFormat.setSQLite(copy.path, Int64(next))
         }
         let before = try Data(contentsOf: URL(fileURLWithPath: copy.dataFile))
         do {
             let store = try copy.open()
             try? store.close()
-            Issue.record("a format-3 store opened")
+            Issue.record("a format-\(next) store opened")
         } catch let e as LocalStoreError {
             #expect(e.code == .versionMismatch, "\(e)")
-            #expect(e.message.contains("format 3"), "\(e.message)")
+            #expect(e.message.contains("format \(next)"), "\(e.message)")
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: copy.dataFile)) == before)
     }

@@ -46,10 +46,10 @@ struct CodecTests {
         #expect(ByteReader.isASCII(UnsafeRawBufferPointer(start: nil, count: 0)))
     }
 
-    @Test("records round-trip bit for bit")
-    func recordRoundTrip() throws {
+    @Test("records round-trip bit for bit", arguments: RecordCodec.Layout.allCases)
+    func recordRoundTrip(layout: RecordCodec.Layout) throws {
         for (n, row) in Self.sampleRows().enumerated() {
-            let bytes = RecordCodec.encode(row, rowId: UInt64(n) * 1_000_000_007)
+            let bytes = RecordCodec.encode(row, rowId: UInt64(n) * 1_000_000_007, layout: layout)
             let decoded = try RecordCodec.decode(bytes, schema: Self.everyType)
             #expect(decoded.rowId == UInt64(n) * 1_000_000_007)
             #expect(decoded.row == row)
@@ -60,9 +60,9 @@ struct CodecTests {
         }
     }
 
-    @Test("a record shorter than the schema reads null for the new columns")
-    func shortRecords() throws {
-        let bytes = RecordCodec.encode([.string("a"), .string("b")], rowId: 1)
+    @Test("a record shorter than the schema reads null for the new columns", arguments: RecordCodec.Layout.allCases)
+    func shortRecords(layout: RecordCodec.Layout) throws {
+        let bytes = RecordCodec.encode([.string("a"), .string("b")], rowId: 1, layout: layout)
         let decoded = try RecordCodec.decode(bytes, schema: Self.everyType)
         #expect(decoded.row.count == Self.everyType.columns.count)
         #expect(decoded.row[2...].allSatisfy { $0.isNull })
@@ -70,10 +70,10 @@ struct CodecTests {
 
     /// The decoder meets arbitrary, truncated and bit-flipped bytes: it must return or throw
     /// `corrupt`, never trap.
-    @Test("the record decoder never crashes on damaged bytes", arguments: [1, 2, 3])
-    func decoderFuzz(seed: UInt64) throws {
+    @Test("the record decoder never crashes on damaged bytes", arguments: [1, 2, 3], RecordCodec.Layout.allCases)
+    func decoderFuzz(seed: UInt64, layout: RecordCodec.Layout) throws {
         var rng = SeededRNG(seed: seed)
-        let valid = Self.sampleRows().enumerated().map { RecordCodec.encode($0.element, rowId: UInt64($0.offset)) }
+        let valid = Self.sampleRows().enumerated().map { RecordCodec.encode($0.element, rowId: UInt64($0.offset), layout: layout) }
         func attempt(_ bytes: [UInt8]) {
             do {
                 _ = try RecordCodec.decode(bytes, schema: Self.everyType)
@@ -100,7 +100,8 @@ struct CodecTests {
                 attempt(r)
             case 2:
                 // Huge lengths and counts.
-                var r: [UInt8] = [1, 1, 8, 5]
+                // Version 1: row id 1, 8 columns, a string; version 2: 8 columns, a string's tag, row id 1.
+                var r: [UInt8] = layout == .inline ? [1, 1, 8, 5] : [2, 8, 5, 1]
                 r += [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01]
                 r += (0..<Int(rng.next() % 8)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
                 attempt(r)
@@ -108,7 +109,8 @@ struct CodecTests {
                 // Deep json nesting.
                 // version, row id, 8 columns: id "\0", six nulls, then json arrays nested `depth` deep.
                 let depth = Int(rng.next() % 2000)
-                var r: [UInt8] = [1, 0, 8, 5, 1, 0, 0, 0, 0, 0, 0, 0, 8]
+                // (Version 2: the tags, row id 0, the id's payload, then the json's.)
+                var r: [UInt8] = layout == .inline ? [1, 0, 8, 5, 1, 0, 0, 0, 0, 0, 0, 0, 8] : [2, 8, 5, 0, 0, 0, 0, 0, 0, 8, 0, 1, 0]
                 r += Array(repeating: [6, 1], count: depth).flatMap { $0 }
                 r.append(0)
                 attempt(r)

@@ -28,8 +28,8 @@ struct ItemBuilderTests {
         return selections
     }
 
-    @Test("an item built from a record equals the decoded row projected, for every projection")
-    func sameItemsAsDecodeAndProject() throws {
+    @Test("an item built from a record equals the decoded row projected, for every projection", arguments: RecordCodec.Layout.allCases)
+    func sameItemsAsDecodeAndProject(layout: RecordCodec.Layout) throws {
         var rng = SeededRNG(seed: 11)
         for selection in Self.selections(&rng) {
             let q = try ResolvedQuery(Query("Filtered", select: selection), schema: Self.schema)
@@ -37,7 +37,7 @@ struct ItemBuilderTests {
             #expect(builder.layout?.names == q.projection.map { Self.schema.columns[$0].name })
             for n in 0..<200 {
                 let row = RecordFilterTests.randomRow(&rng)
-                let record = RecordCodec.encode(row, rowId: UInt64(n))
+                let record = RecordCodec.encode(row, rowId: UInt64(n), layout: layout)
                 let decoded = try RecordCodec.decode(record, schema: Self.schema)
                 let item = try record.withUnsafeBytes { try builder.item($0) }
                 #expect(item == q.project(decoded.row))
@@ -50,13 +50,13 @@ struct ItemBuilderTests {
         }
     }
 
-    @Test("a whole-row builder gives every column, null for those a short record lacks")
-    func wholeRows() throws {
+    @Test("a whole-row builder gives every column, null for those a short record lacks", arguments: RecordCodec.Layout.allCases)
+    func wholeRows(layout: RecordCodec.Layout) throws {
         var rng = SeededRNG(seed: 12)
         let builder = ItemBuilder(schema: Self.schema)
         for n in 0..<200 {
             let row = RecordFilterTests.randomRow(&rng)
-            let record = RecordCodec.encode(row, rowId: UInt64(n))
+            let record = RecordCodec.encode(row, rowId: UInt64(n), layout: layout)
             let item = try record.withUnsafeBytes { try builder.item($0) }
             #expect(item.count == Self.schema.columns.count)
             #expect(item.layout != nil && item.layout === builder.layout)
@@ -68,14 +68,14 @@ struct ItemBuilderTests {
 
     /// Damaged records: the builder (and `RecordCodec.check`) throw `corrupt` exactly when the decoder
     /// does, whichever columns are returned, and never trap.
-    @Test("a damaged record is corrupt for the builder exactly when the decoder refuses it", arguments: [1, 2])
-    func damagedRecords(seed: UInt64) throws {
+    @Test("a damaged record is corrupt for the builder exactly when the decoder refuses it", arguments: [1, 2], RecordCodec.Layout.allCases)
+    func damagedRecords(seed: UInt64, layout: RecordCodec.Layout) throws {
         var rng = SeededRNG(seed: seed)
         let builders = [
             ItemBuilder(schema: Self.schema),
             ItemBuilder(try ResolvedQuery(Query("Filtered", select: ["id"]), schema: Self.schema)),
         ]
-        let valid = (0..<20).map { RecordCodec.encode(RecordFilterTests.randomRow(&rng), rowId: UInt64($0)) }
+        let valid = (0..<20).map { RecordCodec.encode(RecordFilterTests.randomRow(&rng), rowId: UInt64($0), layout: layout) }
         func attempt(_ bytes: [UInt8]) {
             bytes.withUnsafeBytes { raw in
                 let decoded = Result { try RecordCodec.decode(raw, schema: Self.schema) }
@@ -126,8 +126,8 @@ struct ItemBuilderTests {
         return try body(zip(copies, records).map { UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer($0)[0..<$1.count]) })
     }
 
-    @Test("the items of a page of records share one buffer and equal the items built one by one")
-    func pageOfItems() throws {
+    @Test("the items of a page of records share one buffer and equal the items built one by one", arguments: RecordCodec.Layout.allCases)
+    func pageOfItems(layout: RecordCodec.Layout) throws {
         var rng = SeededRNG(seed: 21)
         for (schema, withJSON) in [(Self.schema, true), (Self.plainSchema, false)] {
             let builders = [
@@ -135,7 +135,7 @@ struct ItemBuilderTests {
                 ItemBuilder(try ResolvedQuery(Query(schema.name, select: ["after", "id", "s"]), schema: schema)),
             ]
             let records = (0..<40).map { n in
-                RecordCodec.encode(withJSON ? RecordFilterTests.randomRow(&rng) : Self.plainRow(&rng), rowId: UInt64(n))
+                RecordCodec.encode(withJSON ? RecordFilterTests.randomRow(&rng) : Self.plainRow(&rng), rowId: UInt64(n), layout: layout)
             }
             for builder in builders {
                 let page = try Self.withRecords(records) { raw in try builder.items(count: raw.count) { raw[$0] } }
@@ -186,8 +186,8 @@ struct ItemBuilderTests {
 
     /// ``damagedRecords(seed:)`` over a schema without json: the damaged records reach the one-pass
     /// decoder, which must leave every one it cannot read to the checked decoder.
-    @Test("without json columns: corrupt for the builder exactly when the decoder refuses it", arguments: [3, 4])
-    func damagedPlainRecords(seed: UInt64) throws {
+    @Test("without json columns: corrupt for the builder exactly when the decoder refuses it", arguments: [3, 4], RecordCodec.Layout.allCases)
+    func damagedPlainRecords(seed: UInt64, layout: RecordCodec.Layout) throws {
         var rng = SeededRNG(seed: seed)
         let schema = Self.plainSchema
         let queries = [
@@ -195,7 +195,7 @@ struct ItemBuilderTests {
             try ResolvedQuery(Query("Plain", select: ["id", "b"]), schema: schema),
         ]
         let builders = [ItemBuilder(schema: schema), ItemBuilder(queries[1])]
-        let valid = (0..<20).map { RecordCodec.encode(Self.plainRow(&rng), rowId: RecordFilterTests.rowIds[$0 % RecordFilterTests.rowIds.count]) }
+        let valid = (0..<20).map { RecordCodec.encode(Self.plainRow(&rng), rowId: RecordFilterTests.rowIds[$0 % RecordFilterTests.rowIds.count], layout: layout) }
         func attempt(_ bytes: [UInt8]) {
             _ = Self.expectBuildersAgree(bytes, schema: schema, builders: builders, queries: queries)
         }
@@ -205,8 +205,8 @@ struct ItemBuilderTests {
     /// Records that are well formed but wrong for the schema — a null id, a value of another type in a
     /// column, a non-finite double, an extra column, invalid UTF-8 — reach the one-pass decoders (whole
     /// rows and a projection), which must refuse each one the decoder refuses, with its message.
-    @Test("well-formed records of the wrong shape: refused by the builder exactly when the decoder refuses them")
-    func wrongShapeRecords() throws {
+    @Test("well-formed records of the wrong shape: refused by the builder exactly when the decoder refuses them", arguments: RecordCodec.Layout.allCases)
+    func wrongShapeRecords(layout: RecordCodec.Layout) throws {
         var rng = SeededRNG(seed: 5)
         let schema = Self.plainSchema
         let queries = [
@@ -226,15 +226,15 @@ struct ItemBuilderTests {
                 for v in substitutes {
                     var changed = row
                     changed[k] = v
-                    records.append(RecordCodec.encode(changed, rowId: UInt64(n)))
+                    records.append(RecordCodec.encode(changed, rowId: UInt64(n), layout: layout))
                 }
             }
-            records.append(RecordCodec.encode(row + [.int(1)], rowId: UInt64(n)))  // one column too many
-            records.append(RecordCodec.encode(Array(row.prefix(1)), rowId: UInt64(n)))  // the id alone
-            records.append(RecordCodec.encode([], rowId: UInt64(n)))  // no column, no id
+            records.append(RecordCodec.encode(row + [.int(1)], rowId: UInt64(n), layout: layout))  // one column too many
+            records.append(RecordCodec.encode(Array(row.prefix(1)), rowId: UInt64(n), layout: layout))  // the id alone
+            records.append(RecordCodec.encode([], rowId: UInt64(n), layout: layout))  // no column, no id
         }
         // A string column holding bytes that are not UTF-8.
-        var invalid = RecordCodec.encode([.string("id"), .string("ab")], rowId: 1)
+        var invalid = RecordCodec.encode([.string("id"), .string("ab")], rowId: 1, layout: layout)
         invalid[invalid.count - 1] = 0xFF
         records.append(invalid)
         var refused = 0

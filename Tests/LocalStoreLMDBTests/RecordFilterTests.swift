@@ -77,8 +77,8 @@ struct RecordFilterTests {
         }
     }
 
-    @Test("the one-pass test answers as the general path and the evaluator, on valid and damaged records", arguments: [1, 2])
-    func onePassAgrees(seed: UInt64) throws {
+    @Test("the one-pass test answers as the general path and the evaluator, on valid and damaged records", arguments: [1, 2], RecordCodec.Layout.allCases)
+    func onePassAgrees(seed: UInt64, layout: RecordCodec.Layout) throws {
         var rng = SeededRNG(seed: seed)
         let filters = try Self.predicates().map { p in
             RecordFilter(try ResolvedQuery(Query("Filtered", where: p), schema: Self.schema).predicate, schema: Self.schema)
@@ -87,7 +87,7 @@ struct RecordFilterTests {
         #expect(filters.filter(\.hasOnePassTest).count >= filters.count / 2)
         for _ in 0..<300 {
             let row = Self.randomRow(&rng)
-            let record = RecordCodec.encode(row, rowId: Self.rowIds[Int(rng.next() % UInt64(Self.rowIds.count))])
+            let record = RecordCodec.encode(row, rowId: Self.rowIds[Int(rng.next() % UInt64(Self.rowIds.count))], layout: layout)
             let decoded = try RecordCodec.decode(record, schema: Self.schema).row
             for filter in filters {
                 let answer = Self.agree(filter, record)
@@ -104,12 +104,34 @@ struct RecordFilterTests {
         }
     }
 
-    @Test("invalid UTF-8 in a tested string column is still corrupt")
-    func invalidUTF8() throws {
+    /// The general path's located fields read each column as the decoder does, whichever column is
+    /// read first (a version-2 record's payloads are located when the first one is read).
+    @Test("located fields read every column as the decoder does, in any order", arguments: RecordCodec.Layout.allCases)
+    func fieldsReadAsDecoded(layout: RecordCodec.Layout) throws {
+        var rng = SeededRNG(seed: 7)
+        let width = Self.schema.columns.count
+        let fields = RecordFields(schema: Self.schema, through: width - 1)
+        for n in 0..<200 {
+            let row = Self.randomRow(&rng)
+            let record = RecordCodec.encode(row, rowId: Self.rowIds[n % Self.rowIds.count], layout: layout)
+            let decoded = try RecordCodec.decode(record, schema: Self.schema)
+            try record.withUnsafeBytes { bytes in
+                for first in 0..<width {
+                    try fields.locate(bytes)
+                    #expect(try fields.value(first) == decoded.row[first], "column \(first) of \(row)")
+                    for c in (0..<width).reversed() { #expect(try fields.value(c) == decoded.row[c]) }
+                    #expect(try fields.rowId() == decoded.rowId)
+                }
+            }
+        }
+    }
+
+    @Test("invalid UTF-8 in a tested string column is still corrupt", arguments: RecordCodec.Layout.allCases)
+    func invalidUTF8(layout: RecordCodec.Layout) throws {
         let filter = RecordFilter(
             try ResolvedQuery(Query("Filtered", where: .string(.contains, .field("s"), .literal(.string("a")), caseInsensitive: false)), schema: Self.schema).predicate, schema: Self.schema)
         #expect(filter.hasOnePassTest)
-        var record = RecordCodec.encode([.string("k"), .string("ab")], rowId: 1)
+        var record = RecordCodec.encode([.string("k"), .string("ab")], rowId: 1, layout: layout)
         record[record.count - 1] = 0xFF  // "a\u{FF}": not UTF-8
         let error = record.withUnsafeBytes { bytes in Result { try filter.matches(bytes) } }
         #expect(throws: LocalStoreError.self) { try error.get() }
