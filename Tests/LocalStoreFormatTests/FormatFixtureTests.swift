@@ -32,6 +32,9 @@ struct FixtureSet: Sendable, CustomStringConvertible {
         // After 0.1.0: compound indexes (SQL definition objects, LMDB version-2 definitions) raise the
         // store to format 2.
         FixtureSet(directory: "compound-indexes", sqlFormat: 2, lmdbFormat: 2, compoundIndexes: true, operationIdHighWaterMark: true),
+        // LMDB records of version 2 (tags first): a new LMDB store is format 3 (the SQL stores are as
+        // in "compound-indexes").
+        FixtureSet(directory: "tags-first-records", sqlFormat: 2, lmdbFormat: 3, compoundIndexes: true, operationIdHighWaterMark: true),
     ]
 
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
