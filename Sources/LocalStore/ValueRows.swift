@@ -105,6 +105,20 @@
             header.pointee = count
         }
 
+        /// Makes room for `n` more values and returns where they go. The caller initializes all `n`,
+        /// then calls ``didAppend(_:)``; if it stops early, it deinitializes those it initialized (the
+        /// buffer counts only appended values).
+        @inlinable package mutating func room(for n: Int) -> UnsafeMutablePointer<Value> {
+            while count &+ n > capacity { grow() }
+            return elements + count
+        }
+
+        /// Counts the `n` values initialized at ``room(for:)``.
+        @inlinable package mutating func didAppend(_ n: Int) {
+            count &+= n
+            header.pointee = count
+        }
+
         /// Moves the values into a buffer twice as large.
         @usableFromInline mutating func grow() {
             let n = count

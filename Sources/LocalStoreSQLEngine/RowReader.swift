@@ -59,13 +59,24 @@ struct RowReader {
     }
 
     /// Appends the current row's values to `values`, the buffer of a result's item rows; on an error
-    /// `values` may hold some of them.
+    /// `values` is left as it was.
     func append(to values: inout ValueRows.Builder) throws {
-        var n: Int32 = 0
-        for type in types {
-            values.append(try value(n, type))
-            n += 1
+        // The row's values are written in place, and counted once the row is whole.
+        let width = types.count
+        let out = values.room(for: width)
+        var n = 0
+        do {
+            try types.withUnsafeBufferPointer { types in
+                while n < width {
+                    (out + n).initialize(to: try value(Int32(truncatingIfNeeded: n), types[n]))
+                    n &+= 1
+                }
+            }
+        } catch {
+            out.deinitialize(count: n)
+            throw error
         }
+        values.didAppend(width)
     }
 
     private func text(_ p: UnsafePointer<UInt8>, _ n: Int32) -> String {
