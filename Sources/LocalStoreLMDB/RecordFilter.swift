@@ -619,32 +619,13 @@ struct SimpleRecordTest {
         let count = Int(base.load(fromByteOffset: i, as: UInt8.self))
         guard UInt(bitPattern: count &- column &- 1) < UInt(bitPattern: width &- column) else { return -1 }
         i &+= 1
-        // The columns before the tested one, skipped tag by tag. At least one byte (the tested
-        // column's tag) follows each of them, so the tag and a one-byte length are within the end.
+        // The columns before the tested one, skipped tag by tag.
         var c = column
         while c > 0 {
-            guard i &+ 1 < end else { return -1 }
+            guard i < end else { return -1 }
             let tag = base.load(fromByteOffset: i, as: UInt8.self)
-            if tag | 2 == RecordCodec.Tag.binary {
-                // A string or binary value (tags 5 and 7): its length, then its bytes.
-                let b = base.load(fromByteOffset: i &+ 1, as: UInt8.self)
-                if b < 0x80 {
-                    i &+= 2 &+ Int(b)
-                } else {
-                    i &+= 1
-                    guard let length = SimpleRecordTest.varint(base, &i, end), length <= UInt64(end &- i) else { return -1 }
-                    i &+= Int(length)
-                }
-            } else if tag <= RecordCodec.Tag.true {
-                i &+= 1  // null, false, true: the tag alone
-            } else if tag == RecordCodec.Tag.double || tag == RecordCodec.Tag.date {
-                i &+= 9
-            } else if tag == RecordCodec.Tag.int {
-                i &+= 1
-                guard SimpleRecordTest.varint(base, &i, end) != nil else { return -1 }
-            } else {
-                return -1
-            }
+            i &+= 1
+            guard SimpleRecordTest.skipPayload(tag, base, &i, end) else { return -1 }
             c &-= 1
         }
         // Past the end (a length or a fixed-size value that does not fit) is caught here.
@@ -672,30 +653,36 @@ struct SimpleRecordTest {
         guard SimpleRecordTest.skipRowNumber(base, &i, end) else { return -1 }
         var c = 0
         while c < column {
-            let before = base.load(fromByteOffset: 2 &+ c, as: UInt8.self)
-            if before | 2 == RecordCodec.Tag.binary {
-                // A string or binary value (tags 5 and 7): its length, then its bytes.
-                guard i < end else { return -1 }
-                let b = base.load(fromByteOffset: i, as: UInt8.self)
-                if b < 0x80 {
-                    i &+= 1 &+ Int(b)  // checked against the end by whatever reads at `i` next
-                } else {
-                    guard let length = SimpleRecordTest.varint(base, &i, end), length <= UInt64(end &- i) else { return -1 }
-                    i &+= Int(length)
-                }
-            } else if before <= RecordCodec.Tag.true {
-                // null, false, true: no payload
-            } else if before == RecordCodec.Tag.double || before == RecordCodec.Tag.date {
-                guard end &- i >= 8 else { return -1 }
-                i &+= 8
-            } else if before == RecordCodec.Tag.int {
-                guard SimpleRecordTest.varint(base, &i, end) != nil else { return -1 }
-            } else {
-                return -1
-            }
+            guard SimpleRecordTest.skipPayload(base.load(fromByteOffset: 2 &+ c, as: UInt8.self), base, &i, end) else { return -1 }
             c &+= 1
         }
         return i <= end ? i : -1
+    }
+
+    /// Moves `i` past the payload of a value whose tag is `tag` (null, false and true have none), as the
+    /// one-pass test skips the columns before its own; `false` for a value it does not skip cheaply
+    /// (json), an unknown tag, a malformed varint or a length that runs past the end. A one-byte length is not
+    /// checked against the end here: whatever reads at `i` next checks it.
+    @inline(__always) static func skipPayload(_ tag: UInt8, _ base: UnsafeRawPointer, _ i: inout Int, _ end: Int) -> Bool {
+        if tag | 2 == RecordCodec.Tag.binary {
+            // A string or binary value (tags 5 and 7): its length, then its bytes.
+            guard i < end else { return false }
+            let b = base.load(fromByteOffset: i, as: UInt8.self)
+            if b < 0x80 {
+                i &+= 1 &+ Int(b)
+            } else {
+                guard let length = SimpleRecordTest.varint(base, &i, end), length <= UInt64(end &- i) else { return false }
+                i &+= Int(length)
+            }
+            return true
+        }
+        if tag <= RecordCodec.Tag.true { return true }
+        if tag == RecordCodec.Tag.double || tag == RecordCodec.Tag.date {
+            guard end &- i >= 8 else { return false }
+            i &+= 8
+            return true
+        }
+        return tag == RecordCodec.Tag.int && SimpleRecordTest.varint(base, &i, end) != nil
     }
 
     /// ``evaluate(_:)`` for the `.bool` kind (what `count` runs per record): the answer for each of
