@@ -5,7 +5,8 @@ import LocalStoreLMDB
 
 /// Fuzzes LocalStoreLMDB's record decoder (and, less often, its catalog decoder) through the public
 /// API: damaged records are written straight into the table's LMDB database with liblmdb, then read
-/// back through `LMDBStore` (lookups by id and full scans). Every read must return a row of the
+/// back through `LMDBStore` (lookups by id and full scans). The valid records damaged are of both
+/// versions (docs/lmdb.md, "Record format"): version 2 from a new store, version 1 from a store of format 1. Every read must return a row of the
 /// schema's types or throw a `LocalStoreError`; unmodified records must decode to their original
 /// rows. Each damaged record read is one execution.
 public final class RecordFuzzer {
@@ -56,23 +57,47 @@ public final class RecordFuzzer {
         }
         try store.upsert(rows, into: Self.table)
         try store.close()
-        var records: [[UInt8]] = []
         var entry: [UInt8] = []
         try Self.withEnvironment(path) { txn in
-            let dbi = try Self.open(txn, Self.tableDatabase)
-            for n in 0..<rows.count {
-                guard let record = Self.get(txn, dbi, Self.key("k\(n)")) else {
+            entry = Self.get(txn, try Self.open(txn, "meta"), Self.catalogKey) ?? []
+            return false
+        }
+        // The same rows as records of version 1, written by a store of format 1 (as a store created before
+        // format 3 writes them): made by lowering a new store's format number before its table is defined.
+        let oldPath = directory + "/records-v1.lmdb"
+        try LMDBStore(path: oldPath).close()
+        try Self.withEnvironment(oldPath) { txn in
+            try Self.put(txn, try Self.open(txn, "meta"), Array("format".utf8), Array("LSLMDB".utf8) + [0, 0, 0, 0, 0, 0, 0, 1])
+            return true
+        }
+        let oldStore = try LMDBStore(path: oldPath)
+        try oldStore.defineTable(FuzzGenerator.schema)
+        try oldStore.upsert(rows, into: Self.table)
+        try oldStore.close()
+        // Records of both versions; `validRows[k]` is the row of `validRecords[k]`.
+        validRecords = try Self.records(path, count: rows.count) + Self.records(oldPath, count: rows.count)
+        validRows = rows + rows
+        guard validRecords[0].first == 2, validRecords[rows.count].first == 1 else {
+            throw LocalStoreError(.internal, "the stores did not write records of versions 2 and 1: the fuzzer's format rule is out of date")
+        }
+        catalogEntry = entry
+        guard !entry.isEmpty else { throw LocalStoreError(.internal, "no catalog entry 'table:f' in the meta database") }
+    }
+
+    /// The raw records `k0` … `k<count - 1>` of the fuzzed table in the environment at `path`.
+    static func records(_ path: String, count: Int) throws -> [[UInt8]] {
+        var records: [[UInt8]] = []
+        try withEnvironment(path) { txn in
+            let dbi = try open(txn, tableDatabase)
+            for n in 0..<count {
+                guard let record = get(txn, dbi, key("k\(n)")) else {
                     throw LocalStoreError(.internal, "the id key of k\(n) is not lowercase + 00 00: the fuzzer's key rule is out of date")
                 }
                 records.append(record)
             }
-            entry = Self.get(txn, try Self.open(txn, "meta"), Self.catalogKey) ?? []
             return false
         }
-        validRecords = records
-        validRows = rows
-        catalogEntry = entry
-        guard !entry.isEmpty else { throw LocalStoreError(.internal, "no catalog entry 'table:f' in the meta database") }
+        return records
     }
 
     private func failure(_ text: String) {
@@ -161,9 +186,13 @@ public final class RecordFuzzer {
             let at = rng.below(r.count + 1)
             r.insert(contentsOf: [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, rng.pick([0x01, 0x7F, 0x00])], at: at)
         case 7:
-            // Deep json: version, row id, column count, id "x", 8 nulls, then nested arrays.
+            // Deep json, version 1: version, row id, column count, id "x", 8 nulls, then nested arrays;
+            // version 2: version, column count, the tags (string, 8 nulls, json), row id, "x", the arrays.
             let depth = rng.below(3000)
-            r = [1, 0, 10, 5, 1, 0x78] + [UInt8](repeating: 0, count: 8) + [8] + Array(repeating: [6, 1], count: depth).flatMap { $0 } + [0]
+            let head: [UInt8] = rng.oneIn(2)
+                ? [1, 0, 10, 5, 1, 0x78] + [UInt8](repeating: 0, count: 8) + [8]
+                : [2, 10, 5] + [UInt8](repeating: 0, count: 8) + [8, 0, 1, 0x78]
+            r = head + Array(repeating: [6, 1], count: depth).flatMap { $0 } + [0]
         case 8:
             if r.count > 2 {
                 let a = rng.below(r.count - 1)
