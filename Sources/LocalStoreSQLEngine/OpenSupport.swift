@@ -49,7 +49,7 @@ func sameBytes(_ a: String, _ b: String) -> Bool {
 }
 
 /// The rows of the metadata table (`localstore:meta`) and of the table definitions (`localstore:schema`),
-/// read on opening in one statement (``readAll(_:pairIndex:)``), or each alone.
+/// read on opening in one statement (``readAll(_:)``), or each alone.
 struct MetadataRows {
     /// A stored table definition, as read: the columns text is parsed by the catalog.
     struct Definition {
@@ -81,38 +81,38 @@ struct MetadataRows {
         definitions.append(Definition(name: s.text(n), sqlName: s.text(n + 1), kind: s.int64(n + 2), columns: s.text(n + 3)))
     }
 
-    /// The number of objects in the file's schema (``readAll(_:pairIndex:)`` only).
+    /// The number of objects in the file's schema (at least 1 when ``readAll(_:)`` read the metadata table).
     var objects: Int64 = 0
-    /// Whether the metadata table is one of them (``readAll(_:pairIndex:)`` only).
+    /// Whether the metadata table is one of them (``readAll(_:)`` only).
     var hasMeta = false
-    /// Whether the config table's pair index is one of them (``readAll(_:pairIndex:)`` only).
-    var hasPairIndex = false
+    /// Whether the store records that the config table's pair index was made (the metadata row
+    /// ``pairIndexKey``: written with the index, at creation or by the opening that adds it to a store
+    /// of an earlier version).
+    var hasPairIndex: Bool { metaText[MetadataRows.pairIndexKey] == "1" }
 
-    /// The schema's object count, the metadata rows and the table definitions in one statement; `nil` when
-    /// SQLite cannot prepare it (an empty file, one that is not a store, a table missing or with other
-    /// columns, a file that is not a readable database: the callers then take the steps one by one, and
-    /// fail where they failed before).
-    /// `pairIndex` is the name of the config table's pair index (``hasPairIndex``; SQLite's names
-    /// ignore ASCII case).
-    static func readAll(_ c: Connection, pairIndex: String) throws -> MetadataRows? {
+    /// The metadata key whose value 1 records that the config table's pair index was made. Versions
+    /// that do not know it ignore it (they read only the keys they know), so it needs no new format.
+    static let pairIndexKey = "configPairIndex"
+
+    /// The metadata rows and the table definitions in one statement; `nil` when SQLite cannot prepare it
+    /// (an empty file, one that is not a store, a table missing or with other columns, a file that is not
+    /// a readable database: the callers then take the steps one by one, and fail where they failed
+    /// before). Prepared, it shows the metadata table exists: `sqlite_master` is not read (its rows cost
+    /// about a tenth of an opening).
+    static func readAll(_ c: Connection) throws -> MetadataRows? {
         let sql = """
-            SELECT 2, type = 'table' AND name = ?1, type = 'index' AND name = ?2 COLLATE NOCASE, NULL, NULL FROM sqlite_master \
-            UNION ALL SELECT 0, key, value, NULL, NULL FROM \(SQLNames.quote(SQLNames.metaTable)) \
+            SELECT 0, key, value, NULL, NULL FROM \(SQLNames.quote(SQLNames.metaTable)) \
             UNION ALL SELECT 1, name, sqlName, kind, columns FROM \(SQLNames.quote(SQLNames.schemaTable))
             """
         return try c.withOneTimeStatement(sql) { s in
-            try s.bind(.string(SQLNames.metaTable), at: 1)
-            try s.bind(.string(pairIndex), at: 2)
             var rows = MetadataRows()
+            rows.objects = 1
+            rows.hasMeta = true
             while try s.step() {
-                switch s.int64(0) {
-                case 0: rows.addMeta(s, key: 1, value: 2)
-                case 1: rows.addDefinition(s, from: 1)
-                default:
-                    // One row per schema object (no aggregate: a simpler statement to prepare).
-                    rows.objects += 1
-                    if s.int64(1) != 0 { rows.hasMeta = true }
-                    if s.int64(2) != 0 { rows.hasPairIndex = true }
+                if s.int64(0) == 0 {
+                    rows.addMeta(s, key: 1, value: 2)
+                } else {
+                    rows.addDefinition(s, from: 1)
                 }
             }
             return rows

@@ -291,7 +291,7 @@ package final class SQLEngine: @unchecked Sendable {
         // cannot be prepared (a new or foreign file, another layout, not a readable database) one step at a
         // time as the steps below need them. Reading the schema fails with SQLITE_NOTADB for a file that is
         // not a (readable) database.
-        let all = try MetadataRows.readAll(w, pairIndex: pairIndexName)
+        let all = try MetadataRows.readAll(w)
         let (objects, hasMeta) = try all.map { ($0.objects, $0.hasMeta) } ?? Self.schemaObjects(w)
         if !hasMeta && objects > 0 {
             throw LocalStoreError(
@@ -324,18 +324,13 @@ package final class SQLEngine: @unchecked Sendable {
                 Self.rollback(w)
                 throw error
             }
-            let written = try MetadataRows.readAll(w, pairIndex: pairIndexName).flatMap { $0.hasMeta ? $0 : nil }
+            let written = try MetadataRows.readAll(w).flatMap { $0.hasMeta ? $0 : nil }
             try checkMeta(try written ?? MetadataRows.readMeta(w))
             return try catalog(from: try written ?? MetadataRows.readDefinitions(w))
         }
         let tables = try catalog(from: try stored ?? MetadataRows.readDefinitions(w))
         if stored?.hasPairIndex != true { addMissingSystemIndexes(w, tables) }
         return tables
-    }
-
-    /// The name of the config table's pair index (``TableInfo/configPairIndexLabel``).
-    private var pairIndexName: String {
-        SQLNames.index(table: SQLNames.table(for: systemTableNames.config), TableInfo.configPairIndexLabel)
     }
 
     /// Creates the system tables' indexes a store made by an earlier version lacks (the config table's
@@ -346,14 +341,29 @@ package final class SQLEngine: @unchecked Sendable {
         guard let config = tables.values.first(where: { $0.kind == .config }),
             ["table", "key", "keyType"].allSatisfy({ config.schema.column(named: $0) != nil })
         else { return }
+        var added = true
         for index in config.indexes {
             do {
                 try w.execute(index.sql)
             } catch {
+                added = false
                 configuration.logger?.warning(
                     "could not add the index \(index.name) of \(config.schema.name); it is added on a later opening",
                     metadata: ["path": "\(path)", "error": "\(error)"])
             }
+        }
+        guard added else { return }
+        // Recorded once the indexes exist, so later openings do not look for them (a crash in between
+        // leaves the row out, and the next opening runs the idempotent statements again).
+        do {
+            try w.withStatement("INSERT OR REPLACE INTO \(SQLNames.quote(SQLNames.metaTable)) (key, value) VALUES (?1, 1)") { s in
+                try s.bind([.string(MetadataRows.pairIndexKey)])
+                try s.run()
+            }
+        } catch {
+            configuration.logger?.warning(
+                "could not record the indexes of \(config.schema.name); they are looked for again on a later opening",
+                metadata: ["path": "\(path)", "error": "\(error)"])
         }
     }
 
@@ -409,6 +419,8 @@ package final class SQLEngine: @unchecked Sendable {
         for (key, value) in [
             ("format", Value.int(SQLEngine.initialFormatVersion)), ("operations", .string(systemTableNames.operations)),
             ("errors", .string(systemTableNames.errors)), ("config", .string(systemTableNames.config)),
+            // The config table's indexes, its pair index included, are made below in this transaction.
+            (MetadataRows.pairIndexKey, .int(1)),
         ] {
             try w.withStatement(insertMeta) { s in
                 try s.bind([.string(key), value])

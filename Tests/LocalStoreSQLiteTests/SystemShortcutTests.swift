@@ -207,9 +207,10 @@ struct SystemShortcutTests {
         }
     }
 
-    /// A store made before the config table's pair index gets it when it is opened; without it (dropped
-    /// by another connection while the store is open) the pair lookup scans the table and finds the same
-    /// rows.
+    /// A store made before the config table's pair index gets it when it is opened (and the metadata row
+    /// that records it); without it (dropped by another connection while the store is open) the pair
+    /// lookup scans the table and finds the same rows. A store whose metadata records the index is not
+    /// searched for it on opening: an index dropped by other code stays dropped, and lookups scan.
     @Test(arguments: Library.available)
     func pairIndexAddedToOlderStores(_ library: Library) throws {
         let dir = try TemporaryDirectory()
@@ -240,8 +241,22 @@ struct SystemShortcutTests {
             #expect(try store.read(Query(Self.config, where: Field("key") == "q")).items.map { $0["id"] } == [tokenId])
             try addOtherRow(store)
         }
+        func recordsIndex(_ store: SQLiteStore) throws -> Bool {
+            try !store.query(sql: "SELECT 1 FROM \"localstore:meta\" WHERE key = 'configPairIndex' AND value = 1").isEmpty
+        }
+        // The metadata still records the index: opening does not look for it.
+        do {
+            let store = try library.open(path)
+            defer { try? store.close() }
+            #expect(try recordsIndex(store))
+            #expect(try !hasIndex(store))
+            #expect(try store.deltaTokens(table: "t") == ["q": Date(timeIntervalSinceReferenceDate: 0)])
+        }
+        // As a store made before the index: neither the index nor the row.
+        try runRawSQL(api, path, ["DELETE FROM \"localstore:meta\" WHERE key = 'configPairIndex'"])
         let store = try library.open(path)
         defer { try? store.close() }
+        #expect(try recordsIndex(store))
         #expect(try hasIndex(store))
         #expect(try store.engine.systemStatementQueryPlans()["deltaTokenRowIds"]?.contains { $0.contains("pair_nocase") } == true)
         #expect(try store.deltaTokens(table: "t") == ["q": Date(timeIntervalSinceReferenceDate: 0)])
