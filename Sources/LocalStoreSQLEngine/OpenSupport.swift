@@ -81,10 +81,6 @@ struct MetadataRows {
         definitions.append(Definition(name: s.text(n), sqlName: s.text(n + 1), kind: s.int64(n + 2), columns: s.text(n + 3)))
     }
 
-    /// The number of objects in the file's schema (at least 1 when ``readAll(_:)`` read the metadata table).
-    var objects: Int64 = 0
-    /// Whether the metadata table is one of them (``readAll(_:)`` only).
-    var hasMeta = false
     /// Whether the store records that the config table's pair index was made (the metadata row
     /// ``pairIndexKey``: written with the index, at creation or by the opening that adds it to a store
     /// of an earlier version).
@@ -106,8 +102,6 @@ struct MetadataRows {
             """
         return try c.withOneTimeStatement(sql) { s in
             var rows = MetadataRows()
-            rows.objects = 1
-            rows.hasMeta = true
             while try s.step() {
                 if s.int64(0) == 0 {
                     rows.addMeta(s, key: 1, value: 2)

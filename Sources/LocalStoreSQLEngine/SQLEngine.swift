@@ -287,17 +287,17 @@ package final class SQLEngine: @unchecked Sendable {
     /// Verifies the file, switches it to WAL, creates the metadata and system tables of a new store and
     /// loads the catalog.
     private func setUp(_ w: Connection) throws -> [String: TableInfo] {
-        // The schema's object count, the metadata and the table definitions in one statement; when it
+        // The metadata and the table definitions in one statement; when it
         // cannot be prepared (a new or foreign file, another layout, not a readable database) one step at a
         // time as the steps below need them. Reading the schema fails with SQLITE_NOTADB for a file that is
         // not a (readable) database.
-        let all = try MetadataRows.readAll(w)
-        let (objects, hasMeta) = try all.map { ($0.objects, $0.hasMeta) } ?? Self.schemaObjects(w)
+        let stored = try MetadataRows.readAll(w)
+        // The statement preparing at all shows the metadata table exists.
+        let (objects, hasMeta) = try stored != nil ? (1, true) : Self.schemaObjects(w)
         if !hasMeta && objects > 0 {
             throw LocalStoreError(
                 .notADatabase, "'\(path)' is a SQLite database but not a LocalStore store (it has no \(SQLNames.metaTable) table)")
         }
-        let stored = hasMeta ? all : nil
         if hasMeta { try checkMeta(try stored ?? MetadataRows.readMeta(w)) }
         if isReadOnlyLocation {
             guard hasMeta else {
@@ -324,7 +324,7 @@ package final class SQLEngine: @unchecked Sendable {
                 Self.rollback(w)
                 throw error
             }
-            let written = try MetadataRows.readAll(w).flatMap { $0.hasMeta ? $0 : nil }
+            let written = try MetadataRows.readAll(w)
             try checkMeta(try written ?? MetadataRows.readMeta(w))
             return try catalog(from: try written ?? MetadataRows.readDefinitions(w))
         }
