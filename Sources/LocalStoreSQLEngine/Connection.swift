@@ -12,8 +12,8 @@ final class Connection {
     let path: String
     /// `SQLITE_LIMIT_VARIABLE_NUMBER` of this connection (999 before SQLite 3.32, 32766 after).
     let variableLimit: Int
-    /// Whether the `localstore_*` SQL functions are registered on this connection.
-    private(set) var hasFunctions = false
+    /// Whether the `localstore_*` SQL functions could be registered, once they were (`nil`: not yet).
+    private var functionsRegistered: Bool?
 
     /// A cached statement; `inUse` while borrowed (a nested use of the same SQL prepares another).
     private final class Cached {
@@ -123,9 +123,15 @@ final class Connection {
         _ = api.close_v2(db)
     }
 
-    /// Registers the `localstore_*` SQL functions (see ``SQLFunctions``).
-    func registerFunctions() {
-        hasFunctions = SQLFunctions.register(on: db, api: api)
+    /// Whether the `localstore_*` SQL functions (see ``SQLFunctions``) are registered on this connection,
+    /// registering them on first use: only the query compiler asks, so a connection that never compiles
+    /// a query (reads by id, the system tables' statements) does not pay for seven registrations. Adding
+    /// a function SQLite does not know yet leaves the connection's prepared statements valid.
+    var hasFunctions: Bool {
+        if let functionsRegistered { return functionsRegistered }
+        let registered = SQLFunctions.register(on: db, api: api)
+        functionsRegistered = registered
+        return registered
     }
 
     /// The compiled form of `query` for table `t`, when this connection compiled it for that very table
@@ -157,6 +163,27 @@ final class Connection {
     /// Runs `sql` (no parameters, no result rows expected) with a cached statement.
     func execute(_ sql: String) throws {
         try withStatement(sql) { try $0.run() }
+    }
+
+    /// Runs `sql` (one statement) and finalizes it: for statements a connection runs once, such as the
+    /// PRAGMAs that set it up, which the statement cache would only hold until the connection closes.
+    func executeOnce(_ sql: String) throws {
+        try withUncachedStatement(sql) { try $0.run() }
+    }
+
+    /// Runs `body` with a statement prepared for `sql` alone and finalized afterwards (see ``executeOnce(_:)``).
+    func withUncachedStatement<R>(_ sql: String, _ body: (Statement) throws -> R) throws -> R {
+        let prepared: OpaquePointer?
+        do {
+            prepared = try prepareUncached(sql).0
+        } catch {
+            throw error.asStoreError
+        }
+        guard let handle = prepared else {
+            throw PrepareFailure(code: SQLite.ERROR, message: "no statement in the SQL text", sql: sql).asStoreError
+        }
+        defer { _ = api.finalize(handle) }
+        return try run(Statement(handle, self), sql, body)
     }
 
     /// Statements that every transaction runs: kept apart from the statement cache, whose lookup

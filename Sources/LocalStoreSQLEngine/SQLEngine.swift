@@ -250,8 +250,8 @@ package final class SQLEngine: @unchecked Sendable {
             immutable: isReadOnlyLocation)
         _ = api.busy_timeout(c.db, configuration.busyTimeoutMilliseconds)
         do {
-            try c.execute("PRAGMA cache_size = -\(max(64, configuration.cacheSizeKiB))")
-            try c.execute("PRAGMA temp_store = MEMORY")
+            try c.executeOnce("PRAGMA cache_size = -\(max(64, configuration.cacheSizeKiB))")
+            try c.executeOnce("PRAGMA temp_store = MEMORY")
         } catch {
             c.close()
             throw error
@@ -268,8 +268,7 @@ package final class SQLEngine: @unchecked Sendable {
         case .normal: "NORMAL"
         case .off: "OFF"
         }
-        try w.execute("PRAGMA synchronous = \(synchronous)")
-        w.registerFunctions()
+        try w.executeOnce("PRAGMA synchronous = \(synchronous)")
     }
 
     private static let metaExists = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1"
@@ -307,7 +306,7 @@ package final class SQLEngine: @unchecked Sendable {
             return try catalog(from: try stored ?? MetadataRows.readDefinitions(w))
         }
         // The file is ours (or empty): from here on it may be written.
-        let mode = try w.scalarText("PRAGMA journal_mode = WAL")
+        let mode = try w.withUncachedStatement("PRAGMA journal_mode = WAL") { s in try s.step() ? s.text(0) : nil }
         guard mode?.lowercased() == "wal" else {
             throw LocalStoreError(.unsupported, "SQLite cannot use a WAL journal for '\(path)' (journal mode \(mode ?? "?"))")
         }
@@ -547,8 +546,7 @@ package final class SQLEngine: @unchecked Sendable {
                 do {
                     let c = try openConnection(create: false)
                     do {
-                        try c.execute("PRAGMA query_only = 1")
-                        c.registerFunctions()
+                        try c.executeOnce("PRAGMA query_only = 1")
                     } catch {
                         c.close()
                         throw error

@@ -429,6 +429,8 @@ struct Session {
         func refuse(_ why: String) -> LocalStoreError {
             LocalStoreError(.invalidQuery, "raw SQL must be one read-only SELECT statement: \(why)")
         }
+        // Raw SQL may call the `localstore_*` functions: registered now if no query was compiled here yet.
+        _ = connection.hasFunctions
         // The authorizer refuses everything but reading (no PRAGMA, ATTACH, BEGIN, writes...).
         _ = api.set_authorizer(db, SQLEngine.readOnlyAuthorizer, nil)
         let prepared: (OpaquePointer?, tail: String)
