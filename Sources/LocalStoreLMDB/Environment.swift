@@ -44,6 +44,9 @@ final class Environment: @unchecked Sendable {
         /// The snapshot (`mdb_txn_id` of a read transaction) in which `catalog` was last found current:
         /// a read of the same snapshot needs no look at the catalog's generation.
         var catalogSnapshot: Int?
+        /// What reads by id of recently read tables need, per catalog generation (``ReadByIdPlan``), at
+        /// most eight: kept with the catalog so that a read by id finds its plan in the same lock.
+        var readByIdPlans: [ReadByIdPlan] = []
         var references = 1
         var isOpen = true
         var isClosing = false
@@ -69,8 +72,6 @@ final class Environment: @unchecked Sendable {
     /// before the environment is shared (a store's format never changes while it is open: only a
     /// compound index raises it, from 1 to 2).
     private(set) var recordLayout: RecordCodec.Layout = .inline
-    /// What reads by id of recently read tables need, per catalog generation (``ReadByIdPlan``).
-    let readByIdPlans = LockedValue<[ReadByIdPlan]>([])
     /// What queries read before need again, per catalog generation (``QueryPlanCache``).
     let queryPlans = LockedValue(QueryPlanCache())
     /// Tests only: runs after a full write transaction was aborted for a map growth, before the
@@ -429,11 +430,25 @@ final class Environment: @unchecked Sendable {
 
     func handle(_ name: String) -> MDB_dbi? { state.withLock { $0.handles[name] } }
 
+    /// The read-by-id plan of table `name` (as the caller spelled it) in the snapshot `txn`: as
+    /// ``readByIdPlan(_:in:)`` with the snapshot's catalog, but when the cached catalog was found current
+    /// in this snapshot already (the usual case: no commit since), the plan is found under one lock and
+    /// no catalog is copied.
+    func readByIdPlan(_ name: String, forRead txn: OpaquePointer) throws -> ReadByIdPlan {
+        let snapshot = mdb_txn_id(txn)
+        let cached = state.withLock { s -> ReadByIdPlan? in
+            guard s.catalogSnapshot == snapshot, let generation = s.catalog?.generation else { return nil }
+            return s.readByIdPlans.first { $0.generation == generation && $0.name == name }
+        }
+        if let cached { return cached }
+        return try readByIdPlan(name, in: try catalog(forRead: txn))
+    }
+
     /// The read-by-id plan of table `name` (as the caller spelled it) in `catalog`: the cached one when
     /// it was made for the same spelling and catalog generation, else a new one (kept, at most eight).
     func readByIdPlan(_ name: String, in catalog: Catalog) throws -> ReadByIdPlan {
         let generation = catalog.generation
-        if let plan = readByIdPlans.withLock({ plans in plans.first { $0.generation == generation && $0.name == name } }) {
+        if let plan = state.withLock({ s in s.readByIdPlans.first { $0.generation == generation && $0.name == name } }) {
             return plan
         }
         guard let table = catalog.table(name) else { throw LocalStoreError.unknownTable(name) }
@@ -441,10 +456,10 @@ final class Environment: @unchecked Sendable {
             throw LocalStoreError(.internal, "the LMDB database '\(table.database)' has no handle")
         }
         let plan = ReadByIdPlan(generation: generation, name: name, table: table, dbi: dbi)
-        readByIdPlans.withLock { plans in
-            plans.removeAll { $0.generation != generation }
-            if plans.count >= 8 { plans.removeFirst() }
-            plans.append(plan)
+        state.withLock { s in
+            s.readByIdPlans.removeAll { $0.generation != generation }
+            if s.readByIdPlans.count >= 8 { s.readByIdPlans.removeFirst() }
+            s.readByIdPlans.append(plan)
         }
         return plan
     }
@@ -694,17 +709,34 @@ final class Environment: @unchecked Sendable {
     }
 
     /// ``read(tracker:_:)`` without a ``TxnContext``: `body` gets the read transaction (valid only
-    /// during the call; it must not end it) and its snapshot's catalog. Reads by id take this path.
+    /// during the call; it must not end it) and its snapshot's catalog.
     func readTransaction<R>(tracker: LMDBChangeTracker? = nil, _ body: (OpaquePointer, Catalog) throws -> R) throws -> R {
+        try readTransaction(tracker: tracker, resolving: { try catalog(forRead: $0) }, body)
+    }
+
+    /// ``readTransaction(tracker:_:)`` for a read by id: `body` gets the read-by-id plan of table `name`
+    /// in the snapshot (``readByIdPlan(_:forRead:)``) instead of the catalog.
+    func readByIdTransaction<R>(
+        tracker: LMDBChangeTracker? = nil, table name: String, _ body: (OpaquePointer, ReadByIdPlan) throws -> R
+    ) throws -> R {
+        try readTransaction(tracker: tracker, resolving: { try readByIdPlan(name, forRead: $0) }, body)
+    }
+
+    /// Begins a read transaction, resolves what `body` needs from its snapshot (opening the handles of
+    /// tables another process created, then beginning again) and runs `body`.
+    private func readTransaction<Resolved, R>(
+        tracker: LMDBChangeTracker?, resolving resolve: (OpaquePointer) throws -> Resolved,
+        _ body: (OpaquePointer, Resolved) throws -> R
+    ) throws -> R {
         try writer.check()
         gate.lockShared()
         defer { gate.unlockShared() }
         while true {
             let txn = try beginRead()
             if let tracker, tracker.center.isObserved { tracker.sawCommitted(mdb_txn_id(txn)) }
-            let catalog: Catalog
+            let resolved: Resolved
             do {
-                catalog = try self.catalog(forRead: txn)
+                resolved = try resolve(txn)
             } catch let missing as MissingHandlesSignal {
                 endRead(txn)
                 try openHandles(missing.names)
@@ -714,7 +746,7 @@ final class Environment: @unchecked Sendable {
                 throw error
             }
             defer { endRead(txn) }
-            return try body(txn, catalog)
+            return try body(txn, resolved)
         }
     }
 

@@ -210,13 +210,13 @@ public final class LMDBStore: LocalStore {
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func read(table: String, id: Value) throws -> Item? {
         try checkOpen()
-        return try environment.readTransaction(tracker: changeTracker) { txn, catalog in
-            // The table's definition, handle and item builder come from the plan cached for the
-            // snapshot's catalog generation (no folding, hashing or handle lookup per read).
-            let plan = try environment.readByIdPlan(table, in: catalog)
+        // The table's definition, handle and item builder come from the plan cached for the snapshot's
+        // catalog generation (no folding, hashing or handle lookup per read).
+        return try environment.readByIdTransaction(tracker: changeTracker, table: table) { txn, plan in
             if let item = try plan.read(txn, id: id) { return item }
             guard plan.needsContext(id) else { return nil }
             // A long id: the few keys sharing its stored prefix are compared (``TxnContext/findRow``).
+            let catalog = try environment.catalog(forRead: txn)
             let context = TxnContext(environment: environment, txn: txn, catalog: catalog, isWrite: false)
             defer { context.end(reusing: { _ in }) }
             return try context.read(table: table, id: id)
