@@ -21,7 +21,10 @@ cd "$ROOT"
 # (it hangs the crashing child; the crash tests provoke crashes on purpose).
 export SWIFT_BACKTRACE=enable=no
 export TSAN_OPTIONS="halt_on_error=0 exitcode=66 suppressions=$ROOT/scripts/tsan-suppressions.txt ${TSAN_OPTIONS:-}"
-export ASAN_OPTIONS="detect_leaks=0 ${ASAN_OPTIONS:-}"
+export ASAN_OPTIONS="detect_leaks=1 ${ASAN_OPTIONS:-}"
+# LeakSanitizer (part of AddressSanitizer) checks every test process at its exit; its suppressions say why
+# each entry is not a leak of ours.
+export LSAN_OPTIONS="suppressions=$ROOT/scripts/lsan-suppressions.txt ${LSAN_OPTIONS:-}"
 
 status=0
 summary=()
@@ -76,7 +79,7 @@ for s in $SANITIZERS; do
         fi
         wait "$pid"
         rc=$?
-        n=$(grep -c -E 'WARNING: ThreadSanitizer|ERROR: AddressSanitizer|runtime error:' "$log")
+        n=$(grep -c -E 'WARNING: ThreadSanitizer|ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:' "$log")
         reports=$((reports + n))
         # swift-testing: "Test run with N tests in M suites passed"; XCTest: "Executed N tests, with 0 failures".
         count=$(sed -n 's/.*Test run with \([0-9]*\) tests\{0,1\} .*passed.*/\1/p' "$log" | tail -1)
@@ -86,7 +89,7 @@ for s in $SANITIZERS; do
         echo "   $t: exit $rc, $count of $listed tests passed (skipped ones included), $n sanitizer reports"
         if [ "$rc" -ne 0 ] || [ "$count" -eq 0 ] || [ "$n" -ne 0 ]; then
             failed+=("$t (exit $rc, $count tests passed, $n reports)")
-            grep -E '✘|error:|WARNING: ThreadSanitizer|ERROR: AddressSanitizer' "$log" | head -20
+            grep -E '✘|error:|WARNING: ThreadSanitizer|ERROR: AddressSanitizer|ERROR: LeakSanitizer|SUMMARY: ' "$log" | head -20
         fi
     done
     took=$(($(date +%s) - started))
