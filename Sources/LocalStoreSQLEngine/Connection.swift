@@ -243,10 +243,6 @@ final class Connection {
         }
     }
 
-    func scalarText(_ sql: String) throws -> String? {
-        try withStatement(sql) { s in try s.step() ? s.text(0) : nil }
-    }
-
     /// Runs a query that returns one integer.
     func scalarInt(_ sql: String, _ arguments: [Value] = []) throws -> Int64? {
         try withStatement(sql) { s in
