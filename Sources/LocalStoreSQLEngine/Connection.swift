@@ -173,17 +173,7 @@ final class Connection {
 
     /// Runs `body` with a statement prepared for `sql` alone and finalized afterwards (see ``executeOnce(_:)``).
     func withUncachedStatement<R>(_ sql: String, _ body: (Statement) throws -> R) throws -> R {
-        let prepared: OpaquePointer?
-        do {
-            prepared = try prepareUncached(sql).0
-        } catch {
-            throw error.asStoreError
-        }
-        guard let handle = prepared else {
-            throw PrepareFailure(code: SQLite.ERROR, message: "no statement in the SQL text", sql: sql).asStoreError
-        }
-        defer { _ = api.finalize(handle) }
-        return try run(Statement(handle, self), sql, body)
+        try runFinalizing(try prepareKept(sql), sql, body)
     }
 
     /// Statements that every transaction runs: kept apart from the statement cache, whose lookup
@@ -292,12 +282,18 @@ final class Connection {
     /// Runs `body` with a statement for `sql` prepared for this one use (not cached, finalized after);
     /// `nil`, without running anything, when SQLite cannot prepare `sql`.
     func withOneTimeStatement<R>(_ sql: String, _ body: (Statement) throws -> R) throws -> R? {
-        guard let prepared = try? prepareUncached(sql), let handle = prepared.0 else { return nil }
+        guard let handle = try? prepareKept(sql) else { return nil }
+        return try runFinalizing(handle, sql, body)
+    }
+
+    /// Runs `body` with `handle`, a statement prepared for `sql`, and finalizes it.
+    private func runFinalizing<R>(_ handle: OpaquePointer, _ sql: String, _ body: (Statement) throws -> R) throws -> R {
         defer { _ = api.finalize(handle) }
         return try run(Statement(handle, self), sql, body)
     }
 
-    /// Prepares `sql` for a caller that keeps the statement and finalizes it (``SystemStatements``).
+    /// Prepares `sql` (its first statement) for a caller that finalizes it: one that keeps it
+    /// (``SystemStatements``, the control statements) or runs it once (``withUncachedStatement(_:_:)``).
     func prepareKept(_ sql: String) throws -> OpaquePointer {
         var handle: OpaquePointer?
         let rc = api.prepare_v2(db, sql, -1, &handle, nil)
