@@ -160,14 +160,18 @@ extension LocalStoreAccess {
     {
         try write { tx in
             let shortcuts = tx as? any SystemTableShortcuts
-            let next = try nextOperationId(tx, shortcuts)
-            let op = TableOperation(id: next, table: table, tableKind: tableKind, itemId: itemId, properties: properties)
+            var op = TableOperation(id: 0, table: table, tableKind: tableKind, itemId: itemId, properties: properties)
+            if let shortcuts, let id = try shortcuts.appendAtNextOperationId(op) {
+                op.id = id
+                return op
+            }
+            op.id = try nextOperationId(tx, shortcuts)
             if let shortcuts {
                 try shortcuts.insertOperation(op)
             } else {
                 try tx.genericInsertOperation(op)
             }
-            try recordOperationIdHighWater(next, tx, shortcuts)
+            try recordOperationIdHighWater(op.id, tx, shortcuts)
             return op
         }
     }

@@ -11,6 +11,11 @@ extension TableConfigEntry {
     /// The id of the config row holding the highest operation id ever given out by
     /// ``LocalStoreAccess/appendOperation(table:tableKind:itemId:properties:)``.
     public static let operationIdHighWaterId = "localstore|operationIdHighWater"
+
+    /// The high-water mark's entry holding `value` (every other column is a constant).
+    package static func operationIdHighWater(_ value: String) -> TableConfigEntry {
+        TableConfigEntry(id: operationIdHighWaterId, table: "", key: "operationIdHighWater", keyType: localStoreKeyType, value: value)
+    }
 }
 
 extension LocalStoreAccess {
@@ -59,9 +64,7 @@ extension LocalStoreAccess {
     /// Records `id` as the highest operation id given out. Must run inside the appending transaction;
     /// `shortcuts` as for ``nextOperationId(_:_:)``.
     func recordOperationIdHighWater(_ id: Int64, _ tx: any LocalStoreTransaction, _ shortcuts: (any SystemTableShortcuts)?) throws {
-        let entry = TableConfigEntry(
-            id: TableConfigEntry.operationIdHighWaterId, table: "", key: "operationIdHighWater",
-            keyType: TableConfigEntry.localStoreKeyType, value: String(id))
+        let entry = TableConfigEntry.operationIdHighWater(String(id))
         if let shortcuts {
             try shortcuts.storeConfigEntry(entry)
         } else {

@@ -30,6 +30,15 @@ package protocol SystemTableShortcuts: SystemTableReadShortcuts {
     /// Stores `operation` as `upsert([operation.item], into: operations, options: .strict)` does.
     func insertOperation(_ operation: TableOperation) throws
 
+    /// Appends `operation` (its `id` ignored) under the next operation id in the usual case, and returns
+    /// that id: the high-water mark's row holds exactly the entry ``TableConfigEntry/operationIdHighWater(_:)``
+    /// writes, its value the canonical decimal form of a mark below `Int64.max`, and the largest
+    /// operation id is below `Int64.max`. The store, the changes published and the errors are then as
+    /// `LocalStoreAccess.nextOperationId`, ``insertOperation(_:)`` and ``storeConfigEntry(_:)`` of the new
+    /// mark leave them. In every other case it returns `nil` having written nothing, and the caller takes
+    /// those steps. The default returns `nil`.
+    func appendAtNextOperationId(_ operation: TableOperation) throws -> Int64?
+
     /// Stores `entry` as `upsert([entry.item], into: config, options: .strict)` does. When a row with
     /// the entry's id, table, key and key type (compared byte for byte) exists, only its `value` column
     /// is written.
@@ -65,6 +74,9 @@ package struct ConfigRow: Sendable, Hashable {
 }
 
 extension SystemTableShortcuts {
+    /// Writes nothing: ``SystemTableShortcuts/appendAtNextOperationId(_:)`` is optional.
+    package func appendAtNextOperationId(_ operation: TableOperation) throws -> Int64? { nil }
+
     /// Writes nothing: ``SystemTableShortcuts/updateSoleDeltaTokenRow(_:)`` is optional.
     package func updateSoleDeltaTokenRow(_ entry: TableConfigEntry) throws -> Bool { false }
 }

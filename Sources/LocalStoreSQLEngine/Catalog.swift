@@ -17,6 +17,11 @@ enum SQLNames {
         return "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
+    /// `'text'`, a string literal, with embedded quotes doubled.
+    static func literal(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+    }
+
     /// The SQL table name for the user-visible table `name`.
     static func table(for name: String) -> String {
         Identifier.fold(name).hasPrefix("sqlite_") ? internalPrefix + name : name

@@ -1045,6 +1045,21 @@ extension SQLTransaction: SystemTableShortcuts {
         }
     }
 
+    func appendAtNextOperationId(_ operation: TableOperation) throws -> Int64? {
+        // Two statements without a savepoint: the first writes only the mark's value, the second inserts
+        // a row under an id no row has (larger than every id), checked for size beforehand — neither can
+        // fail halfway or on a constraint; an I/O error rolls the whole transaction back, which `failure`
+        // then reports.
+        try access(writes: true, singleStatement: true) {
+            guard let id = try session.appendAtNextOperationId(operation) else { return nil }
+            if collector != nil {
+                collector?.upserted([.int(id)], in: definedName(names.operations))
+                collector?.upserted([.string(TableConfigEntry.operationIdHighWaterId)], in: definedName(names.config))
+            }
+            return id
+        }
+    }
+
     func storeConfigEntry(_ entry: TableConfigEntry) throws {
         try access(writes: true, singleStatement: true) {
             try session.storeConfigEntry(entry)

@@ -27,6 +27,7 @@ package struct SQLiteAPI: Sendable {
     package var limit: @convention(c) (OpaquePointer?, Int32, Int32) -> Int32
     package var get_autocommit: @convention(c) (OpaquePointer?) -> Int32
     package var changes: @convention(c) (OpaquePointer?) -> Int32
+    package var last_insert_rowid: @convention(c) (OpaquePointer?) -> Int64
 
     package var prepare_v2:
         @convention(c) (
@@ -90,6 +91,7 @@ package struct SQLiteAPI: Sendable {
         limit: @escaping @convention(c) (OpaquePointer?, Int32, Int32) -> Int32,
         get_autocommit: @escaping @convention(c) (OpaquePointer?) -> Int32,
         changes: @escaping @convention(c) (OpaquePointer?) -> Int32,
+        last_insert_rowid: @escaping @convention(c) (OpaquePointer?) -> Int64,
         prepare_v2: @escaping @convention(c) (
             OpaquePointer?, UnsafePointer<CChar>?, Int32, UnsafeMutablePointer<OpaquePointer?>?,
             UnsafeMutablePointer<UnsafePointer<CChar>?>?
@@ -141,6 +143,7 @@ package struct SQLiteAPI: Sendable {
         self.limit = limit
         self.get_autocommit = get_autocommit
         self.changes = changes
+        self.last_insert_rowid = last_insert_rowid
         self.prepare_v2 = prepare_v2
         self.step = step
         self.reset = reset
@@ -181,7 +184,7 @@ package struct SQLiteAPI: Sendable {
     /// prefix) a backend loading the library dynamically must find.
     package static let requiredSymbols: [String] = [
         "libversion_number", "open_v2", "close_v2", "errmsg", "errstr", "extended_errcode", "busy_timeout", "limit",
-        "get_autocommit", "changes", "prepare_v2", "step", "reset", "finalize", "clear_bindings", "stmt_readonly",
+        "get_autocommit", "changes", "last_insert_rowid", "prepare_v2", "step", "reset", "finalize", "clear_bindings", "stmt_readonly",
         "bind_parameter_count", "bind_int64", "bind_double", "bind_text", "bind_blob", "bind_zeroblob", "bind_null",
         "column_count", "column_type", "column_int64", "column_double", "column_text", "column_blob", "column_bytes",
         "column_name", "column_decltype", "create_function_v2", "value_type", "value_text", "value_bytes", "value_int64", "user_data",
@@ -208,6 +211,7 @@ package struct SQLiteAPI: Sendable {
             let limit = f("limit", (@convention(c) (OpaquePointer?, Int32, Int32) -> Int32).self),
             let get_autocommit = f("get_autocommit", (@convention(c) (OpaquePointer?) -> Int32).self),
             let changes = f("changes", (@convention(c) (OpaquePointer?) -> Int32).self),
+            let last_insert_rowid = f("last_insert_rowid", (@convention(c) (OpaquePointer?) -> Int64).self),
             let prepare_v2 = f(
                 "prepare_v2",
                 (@convention(c) (
@@ -260,7 +264,7 @@ package struct SQLiteAPI: Sendable {
         return SQLiteAPI(
             libversion_number: libversion_number, open_v2: open_v2, close_v2: close_v2, errmsg: errmsg, errstr: errstr,
             extended_errcode: extended_errcode, busy_timeout: busy_timeout, limit: limit, get_autocommit: get_autocommit,
-            changes: changes, prepare_v2: prepare_v2, step: step, reset: reset, finalize: finalize,
+            changes: changes, last_insert_rowid: last_insert_rowid, prepare_v2: prepare_v2, step: step, reset: reset, finalize: finalize,
             clear_bindings: clear_bindings, stmt_readonly: stmt_readonly, bind_parameter_count: bind_parameter_count,
             bind_int64: bind_int64, bind_double: bind_double, bind_text: bind_text, bind_blob: bind_blob,
             bind_zeroblob: bind_zeroblob, bind_null: bind_null, column_count: column_count, column_type: column_type,

@@ -13,6 +13,7 @@ final class SystemStatements {
     enum Kind: Int, CaseIterable {
         case firstOperation, largestOperationId, insertOperation, deleteOperation, deleteErrors
         case configRow, updateConfigValue, deltaTokenRowIds, updateSoleDeltaToken
+        case advanceHighWater, insertOperationAtMark
     }
 
     let operations: TableInfo
@@ -56,6 +57,32 @@ final class SystemStatements {
                 return "DELETE FROM \(errors.quotedName) WHERE \(er[1]) = ?1"
             case .configRow:
                 return "SELECT \(cf[0]), \(cf[4]) FROM \(config.quotedName) WHERE \(cf[0]) = ?1"
+            case .advanceHighWater:
+                // The next operation id, written as the new high-water mark: one more than both the mark and
+                // the largest id. Only when the mark's row is the entry `storeConfigEntry` writes, as
+                // `.updateConfigValue` requires it (its constant columns in the text), and its value the
+                // canonical decimal form of a mark below Int64.max (no sign, no leading zero, no other
+                // byte: `Int64(text)` reads it as SQLite's CAST does), and the largest id is below
+                // Int64.max. Any other row — damaged, exhausted, missing, spelled otherwise — is left to the
+                // general path, which answers it (or throws) as before.
+                let mark = TableConfigEntry.operationIdHighWater("")
+                let largest = "coalesce((SELECT \(op[0]) FROM \(ops) ORDER BY \(op[0]) DESC LIMIT 1), 0)"
+                return """
+                    UPDATE OR FAIL \(config.quotedName) SET \(cf[4]) = CAST(max(\(largest), CAST(\(cf[4]) AS INTEGER)) + 1 AS TEXT) \
+                    WHERE \(cf[0]) = \(SQLNames.literal(mark.id)) AND \(cf[0]) COLLATE BINARY = \(SQLNames.literal(mark.id)) \
+                    AND \(cf[1]) COLLATE BINARY = \(SQLNames.literal(mark.table)) AND \(cf[2]) COLLATE BINARY = \(SQLNames.literal(mark.key)) \
+                    AND \(cf[3]) = \(mark.keyType) AND typeof(\(cf[4])) = 'text' \
+                    AND \(cf[4]) COLLATE BINARY = CAST(CAST(\(cf[4]) AS INTEGER) AS TEXT) \
+                    AND CAST(\(cf[4]) AS INTEGER) BETWEEN 0 AND 9223372036854775806 AND \(largest) < 9223372036854775807
+                    """
+            case .insertOperationAtMark:
+                // The operation under the mark `.advanceHighWater` just wrote (parameters: table, table kind,
+                // item id, properties).
+                let mark = TableConfigEntry.operationIdHighWater("")
+                return """
+                    INSERT INTO \(ops) (\(op.joined(separator: ", "))) VALUES (CAST((SELECT \(cf[4]) FROM \(config.quotedName) \
+                    WHERE \(cf[0]) = \(SQLNames.literal(mark.id))) AS INTEGER), ?1, ?2, ?3, ?4)
+                    """
             case .updateConfigValue:
                 // Only the value column of the row that already holds the entry's id (same spelling), table,
                 // key and key type: SQLite rewrites the table's page only, not the id's and the
@@ -218,6 +245,26 @@ extension Session {
             return connection.api.changes(connection.db) > 0
         }
         if !inserted { try upsertOne(op.item, into: engine.systemTableNames.operations, options: .strict) }
+    }
+
+    /// Appends `op` at the next operation id (see ``SystemTableShortcuts/appendAtNextOperationId(_:)``):
+    /// `.advanceHighWater`, then `.insertOperationAtMark`; `nil` when the first changed nothing.
+    func appendAtNextOperationId(_ op: TableOperation) throws -> Int64? {
+        let bytes = op.table.utf8.count + op.itemId.utf8.count + op.properties.count + 5 * 18
+        guard let system = try systemStatements(), fitsEveryLimit(bytes) else { return nil }
+        let advanced = try system.with(.advanceHighWater, on: connection) { s in
+            try s.run()
+            return connection.api.changes(connection.db) > 0
+        }
+        guard advanced else { return nil }
+        return try system.with(.insertOperationAtMark, on: connection) { s in
+            try s.bind(.string(op.table), at: 1)
+            try s.bind(.int(Int64(op.tableKind)), at: 2)
+            try s.bind(.string(op.itemId), at: 3)
+            try s.bind(.binary(op.properties), at: 4)
+            try s.run()
+            return connection.api.last_insert_rowid(connection.db)
+        }
     }
 
     /// Stores a config entry (see ``SystemTableShortcuts/storeConfigEntry(_:)``): only the value of the row

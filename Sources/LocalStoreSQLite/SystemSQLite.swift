@@ -14,6 +14,7 @@ extension SQLiteAPI {
         limit: sqlite3_limit,
         get_autocommit: sqlite3_get_autocommit,
         changes: sqlite3_changes,
+        last_insert_rowid: sqlite3_last_insert_rowid,
         prepare_v2: sqlite3_prepare_v2,
         step: sqlite3_step,
         reset: sqlite3_reset,

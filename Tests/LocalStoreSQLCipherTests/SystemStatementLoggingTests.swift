@@ -17,7 +17,7 @@ struct SystemStatementLoggingTests {
         _ = try store.appendOperation(table: "T", itemId: "a")
         try store.setDeltaToken(Date(timeIntervalSinceReferenceDate: 1000), table: "T", queryId: "q")
         let before = statements(logs).count
-        // The rows exist now: these update values only.
+        // The rows exist now: these update values only (the append also inserts its operation).
         _ = try store.appendOperation(table: "T", itemId: "b")
         try store.setDeltaToken(Date(timeIntervalSinceReferenceDate: 2000), table: "T", queryId: "q")
         #expect(try store.deltaToken(table: "T", queryId: "q") == Date(timeIntervalSinceReferenceDate: 2000))
@@ -28,7 +28,14 @@ struct SystemStatementLoggingTests {
 
     private func check(_ sql: [String]) {
         let config = "\"MS_TableConfig\""
-        #expect(sql.filter { $0.hasPrefix("UPDATE OR FAIL \(config) SET \"value\" = ?1 WHERE") }.count == 2)
+        let ops = "\"MS_TableOperations\""
+        // The token: its value only. The append: the high-water mark advanced and the operation inserted
+        // under it, two statements, without reading the largest id or the mark first.
+        #expect(sql.filter { $0.hasPrefix("UPDATE OR FAIL \(config) SET \"value\" = ?1 WHERE") }.count == 1)
+        #expect(sql.filter { $0.hasPrefix("UPDATE OR FAIL \(config) SET \"value\" = CAST(max(") }.count == 1)
+        #expect(sql.filter { $0.hasPrefix("INSERT INTO \(ops) (\"id\", \"table\", \"tableKind\", \"itemId\", \"properties\") VALUES (CAST((SELECT") }.count == 1)
+        #expect(!sql.contains { $0.hasPrefix("SELECT \"id\" FROM \(ops) ORDER BY") })
+        #expect(sql.filter { $0.hasPrefix("SELECT \"id\", \"value\" FROM \(config)") }.count == 1, "the token's read only")
         // No update of every column of a config row, no upsert's INSERT into it, no compiled query of it.
         #expect(!sql.contains { $0.hasPrefix("UPDATE OR FAIL \(config) SET \"id\"") })
         #expect(!sql.contains { $0.hasPrefix("INSERT OR IGNORE INTO \(config)") })

@@ -75,6 +75,44 @@ struct SystemShortcutTests {
         }
     }
 
+    /// Appending reads the high-water mark in one statement when its value is the canonical decimal form
+    /// of a mark below Int64.max and the largest id is below Int64.max, and leaves every other value to
+    /// the general path: each value below, with operation ids written by other code around it, gives the
+    /// id (or the error) and the rows the generic calls give.
+    @Test(arguments: Library.available)
+    func appendingAtEveryHighWaterValue(_ library: Library) throws {
+        let values = [
+            "0", "1", "7", "41", "007", "+7", "-7", " 7", "7 ", "7.0", "1e3", "0x7", "", "x", "7\u{0}", "٧",
+            "9223372036854775805", "9223372036854775806", "9223372036854775807", "9223372036854775808", "99999999999999999999",
+        ]
+        let foreignIds: [Int64?] = [nil, 40, 9_223_372_036_854_775_806, .max]
+        for value in values {
+            for foreign in foreignIds {
+                var outcomes: [[String]] = []
+                try sameAsGeneric(library) { store in
+                    var outcome: [String] = []
+                    try store.defineTable(TableSchema("T", ["text": .string]))
+                    outcome.append("\(try store.appendOperation(table: "T", itemId: "a").id)")
+                    if let foreign {
+                        try store.upsert([TableOperation(id: foreign, table: "T", itemId: "other").item], into: Self.operations)
+                    }
+                    try store.upsert([["id": .string(TableConfigEntry.operationIdHighWaterId), "value": .string(value)]], into: Self.config)
+                    for item in ["b", "c"] {
+                        do {
+                            let op = try store.appendOperation(table: "T", tableKind: 1, itemId: item, properties: [1, 2])
+                            outcome.append("\(op.id)")
+                            #expect(try store.operation(id: op.id) == op)
+                        } catch let error as LocalStoreError {
+                            outcome.append("\(error.code)")
+                        }
+                    }
+                    outcomes.append(outcome)
+                }
+                #expect(outcomes.count == 2 && outcomes[0] == outcomes[1], "mark \(value.debugDescription), other id \(foreign.map(String.init) ?? "none"): \(outcomes)")
+            }
+        }
+    }
+
     @Test(arguments: Library.available)
     func tokenAndHighWaterUpdatesAfterRedefinitionAndReopen(_ library: Library) throws {
         let dir = try TemporaryDirectory()
@@ -193,13 +231,19 @@ struct SystemShortcutTests {
         let store = try library.open(dir.path("store.sqlite"))
         defer { try? store.close() }
         let plans = try store.engine.systemStatementQueryPlans()
-        #expect(plans.count == 9, "\(plans)")
+        #expect(plans.count == 11, "\(plans)")
         #expect(plans["updateSoleDeltaToken"]?.contains { $0.contains("pair_nocase") } == true, "\(plans["updateSoleDeltaToken"] ?? [])")
         #expect(plans["deltaTokenRowIds"]?.contains { $0.hasPrefix("SEARCH") && $0.contains("pair_nocase") } == true, "\(plans["deltaTokenRowIds"] ?? [])")
         for (kind, lines) in plans where kind != "insertOperation" {
             if kind == "largestOperationId" {
                 // The last rowid: a backwards walk of the table that stops at its first row.
                 #expect(lines.count == 1 && lines[0].contains("MS_TableOperations"), "\(kind): \(lines)")
+                continue
+            }
+            if kind == "advanceHighWater" {
+                // The mark's row by primary key; the largest id as `largestOperationId` reads it.
+                #expect(lines.first?.hasPrefix("SEARCH") == true && lines.first?.contains("MS_TableConfig") == true, "\(kind): \(lines)")
+                #expect(lines.allSatisfy { !$0.hasPrefix("SCAN") || $0.contains("MS_TableOperations") }, "\(kind): \(lines)")
                 continue
             }
             #expect(lines.contains { $0.hasPrefix("SEARCH") }, "\(kind): \(lines)")
