@@ -294,10 +294,14 @@ extension LocalStoreAccess {
                 return .removed(operationId: op.id)
             default:
                 let shortcuts = tx as? any SystemTableShortcuts
-                let id = try nextOperationId(tx, shortcuts)
-                let op = QueuedOperation(id: id, table: schema.name, itemId: itemId, kind: kind, item: snapshot)
+                var op = QueuedOperation(id: 0, table: schema.name, itemId: itemId, kind: kind, item: snapshot)
+                if let shortcuts, let id = try shortcuts.appendAtNextOperationId(op.record) {
+                    op.id = id
+                    return .added(op)
+                }
+                op.id = try nextOperationId(tx, shortcuts)
                 try tx.upsert([op.record.item], into: tx.systemTableNames.operations, options: .strict)
-                try recordOperationIdHighWater(id, tx, shortcuts)
+                try recordOperationIdHighWater(op.id, tx, shortcuts)
                 return .added(op)
             }
         }

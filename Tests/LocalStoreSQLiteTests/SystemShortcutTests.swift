@@ -78,7 +78,7 @@ struct SystemShortcutTests {
     /// Appending reads the high-water mark in one statement when its value is the canonical decimal form
     /// of a mark below Int64.max and the largest id is below Int64.max, and leaves every other value to
     /// the general path: each value below, with operation ids written by other code around it, gives the
-    /// id (or the error) and the rows the generic calls give.
+    /// id (or the error) and the rows the generic calls give, through `appendOperation` and `enqueue`.
     @Test(arguments: Library.available)
     func appendingAtEveryHighWaterValue(_ library: Library) throws {
         let values = [
@@ -105,6 +105,14 @@ struct SystemShortcutTests {
                         } catch let error as LocalStoreError {
                             outcome.append("\(error.code)")
                         }
+                    }
+                    // The typed queue's enqueue appends the same way.
+                    do {
+                        let op = try #require(try store.enqueue(.insert, ["id": "d", "text": "x"], into: "T").operation)
+                        outcome.append("\(op.id)")
+                        #expect(try store.operation(id: op.id) == op.record)
+                    } catch let error as LocalStoreError {
+                        outcome.append("\(error.code)")
                     }
                     outcomes.append(outcome)
                 }
