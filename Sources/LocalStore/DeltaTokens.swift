@@ -131,7 +131,7 @@ extension LocalStoreAccess {
             let id = DeltaTokenKey.rowId(table: table, queryId: queryId)
             let entry = TableConfigEntry(
                 id: id, table: table, key: queryId, keyType: TableConfigEntry.deltaTokenKeyType, value: DeltaTokenFormat.string(from: date))
-            let shortcuts = tx as? any SystemTableShortcuts
+            let shortcuts = ShortcutCasts.shortcuts(tx)
             // The usual case: the pair's row, alone, already holds the entry (one statement on SQL stores).
             if let shortcuts, try shortcuts.updateSoleDeltaTokenRow(entry) { return }
             let pairIds = try shortcuts?.deltaTokenRowIds(table: table, queryId: queryId)

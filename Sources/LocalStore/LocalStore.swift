@@ -159,7 +159,7 @@ extension LocalStoreAccess {
         throws -> TableOperation
     {
         try write { tx in
-            let shortcuts = tx as? any SystemTableShortcuts
+            let shortcuts = ShortcutCasts.shortcuts(tx)
             var op = TableOperation(id: 0, table: table, tableKind: tableKind, itemId: itemId, properties: properties)
             if let shortcuts, let id = try shortcuts.appendAtNextOperationId(op) {
                 op.id = id
@@ -200,7 +200,7 @@ extension LocalStoreAccess {
     /// The first operation whose id is greater than `id` (pass 0 for the head of the queue).
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func operation(after id: Int64) throws -> TableOperation? {
-        if let shortcuts = self as? any SystemTableReadShortcuts { return try shortcuts.firstOperation(after: id) }
+        if let shortcuts = ShortcutCasts.readShortcuts(self) { return try shortcuts.firstOperation(after: id) }
         return try genericFirstOperation(after: id)
     }
 
@@ -218,7 +218,7 @@ extension LocalStoreAccess {
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func removeOperation(id: Int64) throws {
         try write { tx in
-            if let shortcuts = tx as? any SystemTableShortcuts { return try shortcuts.removeOperationAndErrors(id: id) }
+            if let shortcuts = ShortcutCasts.shortcuts(tx) { return try shortcuts.removeOperationAndErrors(id: id) }
             try tx.genericRemoveOperationAndErrors(id: id)
         }
     }

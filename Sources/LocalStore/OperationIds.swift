@@ -22,7 +22,7 @@ extension LocalStoreAccess {
     /// The highest operation id ever given out by `appendOperation` in this store (0 when none was),
     /// read by primary key from the config table. A damaged value is a `corrupt` error naming the row.
     public func operationIdHighWaterMark() throws -> Int64 {
-        try operationIdHighWaterMark(shortcuts: self as? any SystemTableReadShortcuts)
+        try operationIdHighWaterMark(shortcuts: ShortcutCasts.readShortcuts(self))
     }
 
     /// ``operationIdHighWaterMark()`` read through `shortcuts` (`self`'s, cast by the caller) or, when it
@@ -42,8 +42,7 @@ extension LocalStoreAccess {
 
     /// The id the next appended operation gets: one more than both the largest id in the operations
     /// table and the high-water mark. Must run inside the appending transaction; `shortcuts` is `tx`'s
-    /// (`tx as? any SystemTableShortcuts`, cast once by the caller for all its steps: each cast asks the
-    /// runtime's conformance cache, ~1.4 k instructions).
+    /// (``ShortcutCasts/shortcuts(_:)``, cast once by the caller for all its steps).
     func nextOperationId(_ tx: any LocalStoreTransaction, _ shortcuts: (any SystemTableShortcuts)?) throws -> Int64 {
         let ops = tx.systemTableNames.operations
         let last: Int64?

@@ -293,7 +293,7 @@ extension LocalStoreAccess {
                 try tx.removeOperation(id: op.id)
                 return .removed(operationId: op.id)
             default:
-                let shortcuts = tx as? any SystemTableShortcuts
+                let shortcuts = ShortcutCasts.shortcuts(tx)
                 var op = QueuedOperation(id: 0, table: schema.name, itemId: itemId, kind: kind, item: snapshot)
                 if let shortcuts, let id = try shortcuts.appendAtNextOperationId(op.record) {
                     op.id = id

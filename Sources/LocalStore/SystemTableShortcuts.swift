@@ -2,9 +2,9 @@ import Foundation
 
 // Faster paths for the typed system-table conveniences (the operation queue, the operation-id high-water
 // mark, delta tokens). A backend's store or transaction may adopt these `package` protocols; the core's
-// conveniences use them when `self` adopts them (`as? any SystemTableShortcuts`) and run the generic
-// `LocalStoreAccess` calls otherwise, so a backend that adopts nothing (the in-memory store, LMDB, a
-// third party's) keeps working unchanged. docs/sqlite.md, "System tables: statements prepared once".
+// conveniences use them when `self` adopts them (``ShortcutCasts``: `as? any SystemTableShortcuts`,
+// answered once per type) and run the generic `LocalStoreAccess` calls otherwise, so a backend that
+// adopts nothing (the in-memory store, a third party's) keeps working unchanged. docs/sqlite.md, "System tables: statements prepared once".
 
 /// Reads of the system tables by primary key or in id order, without a `Query`. An adopter must answer
 /// exactly as the generic read it replaces (same rows, same values, same errors).
@@ -130,12 +130,56 @@ extension LocalStoreTransaction {
 /// `read(table:id:)`.
 enum ConfigRowReading {
     static func row(_ access: some LocalStoreAccess, id: String) throws -> ConfigRow? {
-        try row(access, id: id, shortcuts: access as? any SystemTableReadShortcuts)
+        try row(access, id: id, shortcuts: ShortcutCasts.readShortcuts(access))
     }
 
     /// ``row(_:id:)`` with `access`'s shortcuts already cast by the caller (`nil`: it has none).
     static func row(_ access: some LocalStoreAccess, id: String, shortcuts: (any SystemTableReadShortcuts)?) throws -> ConfigRow? {
         if let shortcuts { return try shortcuts.configRow(id: id) }
         return try access.genericConfigRow(id: id)
+    }
+}
+
+/// The casts of a store or transaction to the shortcut protocols, answered per type once.
+///
+/// `value as? any SystemTableShortcuts` asks the runtime's conformance cache every time: about 1,300
+/// instructions when the type adopts the protocol (two witness tables: it refines
+/// ``SystemTableReadShortcuts``), 3,300 when it does not (callgrind) — on every append, removal, queue
+/// read and delta token. Here the answer for the value's dynamic type is looked up once, kept as an
+/// existential metatype (which carries the witness tables), and every later cast only opens it.
+package enum ShortcutCasts {
+    private struct Entry {
+        let type: ObjectIdentifier
+        let full: (any SystemTableShortcuts.Type)?
+        let read: (any SystemTableReadShortcuts.Type)?
+    }
+
+    /// One entry per dynamic type seen (stores and transactions of the backends in the process).
+    private static let entries = LockedValue<[Entry]>([])
+
+    private static func entry(_ type: Any.Type) -> Entry {
+        let id = ObjectIdentifier(type)
+        if let found = entries.withLock({ list in list.first { $0.type == id } }) { return found }
+        let made = Entry(
+            type: id, full: type as? any SystemTableShortcuts.Type, read: type as? any SystemTableReadShortcuts.Type)
+        entries.withLock { list in
+            if !list.contains(where: { $0.type == id }) { list.append(made) }
+        }
+        return made
+    }
+
+    /// `value as? any SystemTableShortcuts`.
+    package static func shortcuts<S: LocalStoreAccess>(_ value: S) -> (any SystemTableShortcuts)? {
+        guard let type = entry(Swift.type(of: value)).full else { return nil }
+        // `value` is of the dynamic type `T` (a class reference of a subclass of `S`, or `S` itself).
+        func open<T: SystemTableShortcuts>(_: T.Type) -> any SystemTableShortcuts { unsafeBitCast(value, to: T.self) }
+        return open(type)
+    }
+
+    /// `value as? any SystemTableReadShortcuts`.
+    package static func readShortcuts<S: LocalStoreAccess>(_ value: S) -> (any SystemTableReadShortcuts)? {
+        guard let type = entry(Swift.type(of: value)).read else { return nil }
+        func open<T: SystemTableReadShortcuts>(_: T.Type) -> any SystemTableReadShortcuts { unsafeBitCast(value, to: T.self) }
+        return open(type)
     }
 }

@@ -75,6 +75,29 @@ struct SystemShortcutTests {
         }
     }
 
+    /// The memoized casts answer as `as?` does, for the value's dynamic type, every time: the SQL store
+    /// and its transaction are their own shortcuts; the in-memory store and its transaction have none.
+    @Test(arguments: Library.available)
+    func shortcutCastsAnswerAsTheRuntimeDoes(_ library: Library) throws {
+        let dir = try TemporaryDirectory()
+        let sql = try library.open(dir.path("store.sqlite"))
+        defer { try? sql.close() }
+        let memory = try InMemoryStore()
+        for _ in 0..<3 {
+            #expect(ShortcutCasts.readShortcuts(sql).map { $0 as AnyObject } === sql)
+            #expect(ShortcutCasts.shortcuts(sql) == nil && (sql as Any as? any SystemTableShortcuts) == nil)
+            #expect(ShortcutCasts.readShortcuts(memory) == nil && ShortcutCasts.shortcuts(memory) == nil)
+            try sql.write { tx in
+                #expect(ShortcutCasts.shortcuts(tx).map { $0 as AnyObject } === (tx as AnyObject))
+                #expect(ShortcutCasts.readShortcuts(tx).map { $0 as AnyObject } === (tx as AnyObject))
+            }
+            try memory.write { tx in #expect(ShortcutCasts.shortcuts(tx) == nil) }
+            // Through an existential of the protocol: the dynamic type answers.
+            let any: any LocalStore = sql
+            #expect(ShortcutCasts.readShortcuts(any).map { $0 as AnyObject } === sql)
+        }
+    }
+
     /// Appending reads the high-water mark in one statement when its value is the canonical decimal form
     /// of a mark below Int64.max and the largest id is below Int64.max, and leaves every other value to
     /// the general path: each value below, with operation ids written by other code around it, gives the
