@@ -4,7 +4,8 @@ import Foundation
 // mark, delta tokens). A backend's store or transaction may adopt these `package` protocols; the core's
 // conveniences use them when `self` adopts them (``ShortcutCasts``: `as? any SystemTableShortcuts`,
 // answered once per type) and run the generic `LocalStoreAccess` calls otherwise, so a backend that
-// adopts nothing (the in-memory store, a third party's) keeps working unchanged. docs/sqlite.md, "System tables: statements prepared once".
+// adopts nothing (the in-memory store, a third party's) keeps working unchanged. docs/sqlite.md,
+// "System tables: statements prepared once".
 
 /// Reads of the system tables by primary key or in id order, without a `Query`. An adopter must answer
 /// exactly as the generic read it replaces (same rows, same values, same errors).

@@ -3,8 +3,8 @@ import LocalStore
 // LMDB adopts the core's system-table shortcuts (`SystemTableReadShortcuts`, `SystemTableShortcuts`).
 // Where LMDB has nothing faster than the generic call, the shortcut runs exactly that call (adopting
 // once spared every typed convenience a failed dynamic cast, 3,300 instructions; since the core answers
-// the casts once per type, `ShortcutCasts`, a cast costs about 300 either way). The faster paths read the system tables with a cursor instead of resolving, planning and
-// running a `Query`: the queue's head and tail are the first record after a key and the last record of
+// the casts once per type, `ShortcutCasts`, a cast costs about 300 either way). The faster paths read
+// the system tables with a cursor instead of resolving, planning and running a `Query`: the queue's head and tail are the first record after a key and the last record of
 // the operations table (whose primary key is the id in numeric order), a push's errors are looked for in
 // the errors table's `operationId` index before a delete is planned, and the delta-token pair lookup tests
 // the config table's records in place. Each falls back to the generic call when a system table does not

@@ -77,7 +77,8 @@ final class SystemStatements {
                     """
             case .insertOperationAtMark:
                 // The operation under the mark `.advanceHighWater` just wrote (parameters: table, table kind,
-                // item id, properties).
+                // item id, properties). Its id is the connection's last inserted rowid: an integer id column
+                // is the table's `INTEGER PRIMARY KEY` (`TableInfo.createSQL`; the columns are checked above).
                 let mark = TableConfigEntry.operationIdHighWater("")
                 return """
                     INSERT INTO \(ops) (\(op.joined(separator: ", "))) VALUES (CAST((SELECT \(cf[4]) FROM \(config.quotedName) \
