@@ -126,11 +126,14 @@ extension LocalStoreAccess {
     public func setDeltaToken(_ date: Date, table: String, queryId: String) throws {
         try DeltaTokenKey.validate(table: table, queryId: queryId)
         try DeltaTokenKey.validate(date, table: table, queryId: queryId)
+        let id = DeltaTokenKey.rowId(table: table, queryId: queryId)
+        let entry = TableConfigEntry(
+            id: id, table: table, key: queryId, keyType: TableConfigEntry.deltaTokenKeyType, value: DeltaTokenFormat.string(from: date))
+        // The usual case on SQL stores: the pair's row, alone, already holds the entry — one statement that
+        // commits by itself.
+        if let store = ShortcutCasts.storeShortcuts(self), try store.updateSoleDeltaTokenRowAlone(entry) { return }
         try write { tx in
             let config = tx.systemTableNames.config
-            let id = DeltaTokenKey.rowId(table: table, queryId: queryId)
-            let entry = TableConfigEntry(
-                id: id, table: table, key: queryId, keyType: TableConfigEntry.deltaTokenKeyType, value: DeltaTokenFormat.string(from: date))
             let shortcuts = ShortcutCasts.shortcuts(tx)
             // The usual case: the pair's row, alone, already holds the entry (one statement on SQL stores).
             if let shortcuts, try shortcuts.updateSoleDeltaTokenRow(entry) { return }

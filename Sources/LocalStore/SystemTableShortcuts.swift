@@ -61,6 +61,16 @@ package protocol SystemTableShortcuts: SystemTableReadShortcuts {
     func removeOperationAndErrors(id: Int64) throws
 }
 
+/// Writes of the system tables that a store makes outside any transaction of its caller, each one statement
+/// that commits by itself. An adopter leaves the store, the changes published and the errors as the
+/// generic transaction it replaces would.
+package protocol SystemTableStoreShortcuts {
+    /// Writes the value of the delta-token `entry` when its row is the only one of its pair, as
+    /// ``SystemTableShortcuts/updateSoleDeltaTokenRow(_:)`` does, committed on its own; `false` when it wrote
+    /// nothing, and the caller then runs `setDeltaToken`'s transaction.
+    func updateSoleDeltaTokenRowAlone(_ entry: TableConfigEntry) throws -> Bool
+}
+
 /// The `id` and `value` of a row of the config table.
 package struct ConfigRow: Sendable, Hashable {
     /// The row's id as stored.
@@ -153,6 +163,7 @@ package enum ShortcutCasts {
         let type: ObjectIdentifier
         let full: (any SystemTableShortcuts.Type)?
         let read: (any SystemTableReadShortcuts.Type)?
+        let store: (any SystemTableStoreShortcuts.Type)?
     }
 
     /// One entry per dynamic type seen (stores and transactions of the backends in the process).
@@ -162,7 +173,8 @@ package enum ShortcutCasts {
         let id = ObjectIdentifier(type)
         if let found = entries.withLock({ list in list.first { $0.type == id } }) { return found }
         let made = Entry(
-            type: id, full: type as? any SystemTableShortcuts.Type, read: type as? any SystemTableReadShortcuts.Type)
+            type: id, full: type as? any SystemTableShortcuts.Type, read: type as? any SystemTableReadShortcuts.Type,
+            store: type as? any SystemTableStoreShortcuts.Type)
         entries.withLock { list in
             if !list.contains(where: { $0.type == id }) { list.append(made) }
         }
@@ -181,6 +193,13 @@ package enum ShortcutCasts {
     package static func readShortcuts<S: LocalStoreAccess>(_ value: S) -> (any SystemTableReadShortcuts)? {
         guard let type = entry(Swift.type(of: value)).read else { return nil }
         func open<T: SystemTableReadShortcuts>(_: T.Type) -> any SystemTableReadShortcuts { unsafeBitCast(value, to: T.self) }
+        return open(type)
+    }
+
+    /// `value as? any SystemTableStoreShortcuts`.
+    package static func storeShortcuts<S: LocalStoreAccess>(_ value: S) -> (any SystemTableStoreShortcuts)? {
+        guard let type = entry(Swift.type(of: value)).store else { return nil }
+        func open<T: SystemTableStoreShortcuts>(_: T.Type) -> any SystemTableStoreShortcuts { unsafeBitCast(value, to: T.self) }
         return open(type)
     }
 }

@@ -837,6 +837,27 @@ package final class SQLEngine: @unchecked Sendable {
         try withShortRead { try $0.firstOperation(after: id) }
     }
 
+    /// Writes the value of the delta-token `entry` when its row is its pair's only one, in one `UPDATE` that
+    /// commits by itself (see `SystemTableStoreShortcuts`); `false` when it wrote nothing.
+    ///
+    /// What the write transaction around the same statement adds is not needed for it: an autocommit write
+    /// statement takes the write lock when it begins (waiting as `BEGIN IMMEDIATE` does, through the busy
+    /// handler) and commits or rolls back whole. The catalog is not checked (`PRAGMA schema_version`
+    /// outside a transaction costs a read transaction of its own, 3.2 k instructions): the statement names
+    /// the config table's columns, which a redefinition never removes or retypes (docs/semantics.md), and
+    /// SQLite prepares it again by itself after any schema change. When somebody observes
+    /// the store the transaction runs instead, so that its change collector publishes the change as before.
+    package func updateSoleDeltaTokenRowAlone(_ entry: TableConfigEntry) throws -> Bool {
+        try writerThread.check()
+        guard !changes.isObserved else { return false }
+        return try writerLock.withLock {
+            let w = try writerConnection()
+            // A transaction a failed ROLLBACK left open: the transaction path ends it.
+            guard !w.isInTransaction else { return false }
+            return try Session(engine: self, connection: w).updateSoleDeltaTokenRow(entry)
+        }
+    }
+
     /// The id and value of the config row `id`, read with a statement prepared once; a short read.
     package func configRow(id: String) throws -> ConfigRow? {
         try withShortRead { try $0.configRow(id: id) }

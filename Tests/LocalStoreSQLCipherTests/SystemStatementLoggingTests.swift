@@ -36,6 +36,16 @@ struct SystemStatementLoggingTests {
         #expect(sql.filter { $0.hasPrefix("INSERT INTO \(ops) (\"id\", \"table\", \"tableKind\", \"itemId\", \"properties\") VALUES (CAST((SELECT") }.count == 1)
         #expect(!sql.contains { $0.hasPrefix("SELECT \"id\" FROM \(ops) ORDER BY") })
         #expect(sql.filter { $0.hasPrefix("SELECT \"id\", \"value\" FROM \(config)") }.count == 1, "the token's read only")
+        // The token's update commits by itself (nobody observes the store): no transaction around it. The
+        // append and the removal run in theirs.
+        #expect(sql.filter { $0.hasPrefix("BEGIN") }.count == 2, "\(sql)")
+        if let k = sql.firstIndex(where: { $0.contains("AND NOT EXISTS") }) {
+            let before = sql[..<k].last { $0.hasPrefix("BEGIN") || $0.hasPrefix("COMMIT") }
+            #expect(before?.hasPrefix("COMMIT") == true, "the append's transaction ended before it: \(sql)")
+            #expect(k + 1 == sql.count || !sql[k + 1].hasPrefix("COMMIT"), "\(sql)")
+        } else {
+            Issue.record("no token update in \(sql)")
+        }
         // No update of every column of a config row, no upsert's INSERT into it, no compiled query of it.
         #expect(!sql.contains { $0.hasPrefix("UPDATE OR FAIL \(config) SET \"id\"") })
         #expect(!sql.contains { $0.hasPrefix("INSERT OR IGNORE INTO \(config)") })

@@ -29,7 +29,7 @@ struct ObservationConformanceTests {
             "observeChangesInCommitOrderWithIds", "observeChangesOnlyAfterCommit", "observeNoChangeForRollback",
             "observeManyForDeleteMatchingAndHugeBatches", "observeConsumerThatNeverReads",
             "observeCancellationEndsObservation", "observeCloseEndsObservation", "observeQueryResults",
-            "observePendingOperations", "observeCommitsOfAnotherStoreObject",
+            "observePendingOperations", "observeSystemTableConveniences", "observeCommitsOfAnotherStoreObject",
         ]
         #expect(Set(names).count == names.count)
         #expect(Set(names) == tested)
@@ -44,5 +44,6 @@ struct ObservationConformanceTests {
     @Test(arguments: Backends.all) func observeCloseEndsObservation(_ backend: StoreFactory) async throws { try await runObservationCheck(backend) }
     @Test(arguments: Backends.all) func observeQueryResults(_ backend: StoreFactory) async throws { try await runObservationCheck(backend) }
     @Test(arguments: Backends.all) func observePendingOperations(_ backend: StoreFactory) async throws { try await runObservationCheck(backend) }
+    @Test(arguments: Backends.all) func observeSystemTableConveniences(_ backend: StoreFactory) async throws { try await runObservationCheck(backend) }
     @Test(arguments: Backends.all) func observeCommitsOfAnotherStoreObject(_ backend: StoreFactory) async throws { try await runObservationCheck(backend) }
 }

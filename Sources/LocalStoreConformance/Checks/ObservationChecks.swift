@@ -41,6 +41,7 @@ extension ConformanceSuite {
         AsyncConformanceCheck(name: "observeCloseEndsObservation", observeCloseEndsObservation),
         AsyncConformanceCheck(name: "observeQueryResults", observeQueryResults),
         AsyncConformanceCheck(name: "observePendingOperations", observePendingOperations),
+        AsyncConformanceCheck(name: "observeSystemTableConveniences", observeSystemTableConveniences),
         AsyncConformanceCheck(name: "observeCommitsOfAnotherStoreObject", observeCommitsOfAnotherStoreObject),
     ]
 }
@@ -383,6 +384,41 @@ extension ConformanceSuite {
                 throw ConformanceFailure("a cancelled waitForPendingOperations() returned")
             } catch is CancellationError {}
             try await waitUntil(60, "the cancelled waiter unregisters") { store.changeCenter.observerCount == 1 }
+        }
+    }
+
+    /// The typed conveniences publish what they write, one change per call: an append names the new
+    /// operation and the high-water mark's row (the first append of the store and a later one), setting a
+    /// delta token (again) names the token's row, removing an operation names it as deleted.
+    public static func observeSystemTableConveniences(_ factory: StoreFactory) async throws {
+        try await withNoteStore(factory) { store in
+            let (gathered, task) = gather(store.changes())
+            defer { task.cancel() }
+            let ops = store.operationTableName
+            let config = store.configTableName
+            let a = try await store.appendOperation(table: "Note", itemId: "a")
+            let b = try await store.appendOperation(table: "Note", itemId: "b")
+            let date = Date(timeIntervalSince1970: 1_700_000_000)
+            try await store.setDeltaToken(date, table: "Note", queryId: "q")
+            try await store.setDeltaToken(date.addingTimeInterval(1), table: "Note", queryId: "q")
+            try await store.removeOperation(id: a.id)
+            try await waitUntil(60, "5 commits were made, \(gathered.count) changes arrived: \(gathered.all)") { gathered.count >= 5 }
+            try await Task.sleep(nanoseconds: 20_000_000)
+            let changes = gathered.all
+            try expectEqual(changes.count, 5, "one change per call: \(changes)")
+            let mark = Value.string(TableConfigEntry.operationIdHighWaterId)
+            for (n, op) in [a, b].enumerated() {
+                try expectEqual(Set(changes[n].tables.keys), [ops, config], "append \(n + 1): its tables")
+                try expectEqual(changes[n].change(of: ops)?.upsertedIds, [.int(op.id)], "append \(n + 1): the operation")
+                try expectEqual(changes[n].change(of: config)?.upsertedIds, [mark], "append \(n + 1): the high-water mark")
+            }
+            let token = Value.string(DeltaTokenKey.rowId(table: "Note", queryId: "q"))
+            for n in 2...3 {
+                try expectEqual(Set(changes[n].tables.keys), [config], "delta token \(n - 1): its table")
+                try expectEqual(changes[n].change(of: config)?.upsertedIds, [token], "delta token \(n - 1): its row")
+            }
+            try expectEqual(changes[4].change(of: ops)?.deletedIds, [.int(a.id)], "the removal")
+            try expectEqual(try await store.deltaToken(table: "Note", queryId: "q"), date.addingTimeInterval(1), "the token")
         }
     }
 
