@@ -369,14 +369,16 @@ private final class EngineSlot: @unchecked Sendable {
     }
 }
 
-/// The head of the operation queue and config rows by primary key with statements prepared once per
-/// connection (the core's `operation(after:)`, `deltaToken` and `operationIdHighWaterMark()` use them).
+/// A delta token's value written in one statement that commits by itself (the core's `setDeltaToken` on
+/// the store uses it).
 extension SQLCipherStore: SystemTableStoreShortcuts {
     package func updateSoleDeltaTokenRowAlone(_ entry: TableConfigEntry) throws -> Bool {
         try lock.with { try $0.updateSoleDeltaTokenRowAlone(entry) }
     }
 }
 
+/// The head of the operation queue and config rows by primary key with statements prepared once per
+/// connection (the core's `operation(after:)`, `deltaToken` and `operationIdHighWaterMark()` use them).
 extension SQLCipherStore: SystemTableReadShortcuts {
     package func firstOperation(after id: Int64) throws -> TableOperation? { try lock.with { try $0.firstOperation(after: id) } }
     package func configRow(id: String) throws -> ConfigRow? { try lock.with { try $0.configRow(id: id) } }

@@ -200,14 +200,16 @@ public final class SQLiteStore: LocalStore, IntegrityChecking {
     }
 }
 
-/// The head of the operation queue and config rows by primary key with statements prepared once per
-/// connection (the core's `operation(after:)`, `deltaToken` and `operationIdHighWaterMark()` use them).
+/// A delta token's value written in one statement that commits by itself (the core's `setDeltaToken` on
+/// the store uses it).
 extension SQLiteStore: SystemTableStoreShortcuts {
     package func updateSoleDeltaTokenRowAlone(_ entry: TableConfigEntry) throws -> Bool {
         try engine.updateSoleDeltaTokenRowAlone(entry)
     }
 }
 
+/// The head of the operation queue and config rows by primary key with statements prepared once per
+/// connection (the core's `operation(after:)`, `deltaToken` and `operationIdHighWaterMark()` use them).
 extension SQLiteStore: SystemTableReadShortcuts {
     package func firstOperation(after id: Int64) throws -> TableOperation? { try engine.firstOperation(after: id) }
     package func configRow(id: String) throws -> ConfigRow? { try engine.configRow(id: id) }
