@@ -21,14 +21,26 @@ typealias PosixMutex = PThreadMutex
 /// body holding the gate shared and waiting for a helper thread that reads, while another thread
 /// waits to adopt a map size grown by another process). Exclusive holders never wait for anything
 /// while they hold the gate.
+///
+/// Shared holders are counted in one atomic word, whose `blocked` bit is set while an exclusive holder
+/// holds the gate or waits for it. While it is clear, taking and leaving the gate shared is one atomic
+/// operation each (every LMDB read and write passes here; the mutex round trips were two of a read by
+/// id's ~9 locked operations). While it is set, shared holders take the mutex: to wait, and the last one
+/// to leave wakes the exclusive waiter. The count and the bit live in the same word, so a shared holder
+/// that counted itself before the bit was set is seen by the exclusive waiter, and one that tries after
+/// it finds the bit.
 final class TransactionGate: @unchecked Sendable {
     /// How long a new reader defers to a waiting resize.
     static let readerPatienceNanoseconds = 20_000_000
 
+    /// The shared holders (low bits) and ``blocked``.
+    private let word = Atomic<Int>(0)
+    /// Set in ``word`` while an exclusive holder holds or waits (guarded by `mutex` for its writers).
+    private static let blocked = 1 << 62
+
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let changed: UnsafeMutablePointer<pthread_cond_t>
     // Guarded by `mutex`.
-    private var readers = 0
     private var exclusive = false
     private var waitingExclusive = 0
 
@@ -64,6 +76,17 @@ final class TransactionGate: @unchecked Sendable {
     }
 
     func lockShared() {
+        var current = word.load(ordering: .relaxed)
+        while current & TransactionGate.blocked == 0 {
+            let (exchanged, original) = word.compareExchange(expected: current, desired: current + 1, ordering: .acquiring)
+            if exchanged { return }
+            current = original
+        }
+        lockSharedWaiting()
+    }
+
+    /// ``lockShared()`` while an exclusive holder holds or waits: under the mutex, with the patience above.
+    private func lockSharedWaiting() {
         pthread_mutex_lock(mutex)
         if exclusive || waitingExclusive > 0 {
             var deadline = TransactionGate.deadline(afterNanoseconds: TransactionGate.readerPatienceNanoseconds)
@@ -75,21 +98,28 @@ final class TransactionGate: @unchecked Sendable {
                 }
             }
         }
-        readers += 1
+        // Counted even when `blocked` is still set (a reader that waited long enough): the waiting
+        // exclusive holder then waits for it.
+        word.wrappingAdd(1, ordering: .acquiring)
         pthread_mutex_unlock(mutex)
     }
 
     func unlockShared() {
-        pthread_mutex_lock(mutex)
-        readers -= 1
-        if readers == 0 { pthread_cond_broadcast(changed) }
-        pthread_mutex_unlock(mutex)
+        let left = word.wrappingSubtract(1, ordering: .releasing).newValue
+        // The last shared holder left while an exclusive holder waits: wake it (under the mutex, so that
+        // the wake-up cannot fall between its check of the count and its wait).
+        if left == TransactionGate.blocked {
+            pthread_mutex_lock(mutex)
+            pthread_cond_broadcast(changed)
+            pthread_mutex_unlock(mutex)
+        }
     }
 
     func lockExclusive() {
         pthread_mutex_lock(mutex)
         waitingExclusive += 1
-        while exclusive || readers > 0 { pthread_cond_wait(changed, mutex) }
+        word.bitwiseOr(TransactionGate.blocked, ordering: .acquiringAndReleasing)
+        while exclusive || word.load(ordering: .acquiring) & ~TransactionGate.blocked > 0 { pthread_cond_wait(changed, mutex) }
         waitingExclusive -= 1
         exclusive = true
         pthread_mutex_unlock(mutex)
@@ -98,6 +128,7 @@ final class TransactionGate: @unchecked Sendable {
     func unlockExclusive() {
         pthread_mutex_lock(mutex)
         exclusive = false
+        if waitingExclusive == 0 { word.bitwiseAnd(~TransactionGate.blocked, ordering: .releasing) }
         pthread_cond_broadcast(changed)
         pthread_mutex_unlock(mutex)
     }
