@@ -159,19 +159,8 @@ extension LocalStoreAccess {
         throws -> TableOperation
     {
         try write { tx in
-            let shortcuts = ShortcutCasts.shortcuts(tx)
             var op = TableOperation(id: 0, table: table, tableKind: tableKind, itemId: itemId, properties: properties)
-            if let shortcuts, let id = try shortcuts.appendAtNextOperationId(op) {
-                op.id = id
-                return op
-            }
-            op.id = try nextOperationId(tx, shortcuts)
-            if let shortcuts {
-                try shortcuts.insertOperation(op)
-            } else {
-                try tx.genericInsertOperation(op)
-            }
-            try recordOperationIdHighWater(op.id, tx, shortcuts)
+            op.id = try appendOperationRecord(op, in: tx)
             return op
         }
     }

@@ -40,6 +40,24 @@ extension LocalStoreAccess {
         return mark
     }
 
+    /// Stores `operation` (its `id` ignored) in `tx` under the next operation id and records that id as the
+    /// high-water mark; returns the id. The backend's shortcut does it in one step when it can
+    /// (``SystemTableShortcuts/appendAtNextOperationId(_:)``), else the general steps run: the next id, the
+    /// insert, the new mark. What `appendOperation` and `enqueue` append through.
+    func appendOperationRecord(_ operation: TableOperation, in tx: any LocalStoreTransaction) throws -> Int64 {
+        let shortcuts = ShortcutCasts.shortcuts(tx)
+        if let shortcuts, let id = try shortcuts.appendAtNextOperationId(operation) { return id }
+        var op = operation
+        op.id = try nextOperationId(tx, shortcuts)
+        if let shortcuts {
+            try shortcuts.insertOperation(op)
+        } else {
+            try tx.genericInsertOperation(op)
+        }
+        try recordOperationIdHighWater(op.id, tx, shortcuts)
+        return op.id
+    }
+
     /// The id the next appended operation gets: one more than both the largest id in the operations
     /// table and the high-water mark. Must run inside the appending transaction; `shortcuts` is `tx`'s
     /// (``ShortcutCasts/shortcuts(_:)``, cast once by the caller for all its steps).

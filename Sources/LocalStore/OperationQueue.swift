@@ -293,15 +293,8 @@ extension LocalStoreAccess {
                 try tx.removeOperation(id: op.id)
                 return .removed(operationId: op.id)
             default:
-                let shortcuts = ShortcutCasts.shortcuts(tx)
                 var op = QueuedOperation(id: 0, table: schema.name, itemId: itemId, kind: kind, item: snapshot)
-                if let shortcuts, let id = try shortcuts.appendAtNextOperationId(op.record) {
-                    op.id = id
-                    return .added(op)
-                }
-                op.id = try nextOperationId(tx, shortcuts)
-                try tx.upsert([op.record.item], into: tx.systemTableNames.operations, options: .strict)
-                try recordOperationIdHighWater(op.id, tx, shortcuts)
+                op.id = try appendOperationRecord(op.record, in: tx)
                 return .added(op)
             }
         }

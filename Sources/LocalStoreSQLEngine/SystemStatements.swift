@@ -228,10 +228,16 @@ extension Session {
         bytes < connection.lengthLimit / 2 && bytes < min(TableSchema.maximumItemBytes, TableSchema.maximumValueBytes) / 2
     }
 
+    /// The bytes counted for an operation's row by ``fitsEveryLimit(_:)``: its strings and properties, and 18
+    /// for each of its five values (as for a config entry's row below).
+    private static func rowBytes(_ op: TableOperation) -> Int {
+        op.table.utf8.count + op.itemId.utf8.count + op.properties.count + 5 * 18
+    }
+
     /// Stores a new operation (see ``SystemTableShortcuts/insertOperation(_:)``): the `INSERT OR IGNORE` of
     /// every column that `upsertOne` runs for the item; when a row had the id, the generic upsert.
     func insertOperation(_ op: TableOperation) throws {
-        let bytes = op.table.utf8.count + op.itemId.utf8.count + op.properties.count + 5 * 18
+        let bytes = Self.rowBytes(op)
         guard let system = try systemStatements(), fitsEveryLimit(bytes) else {
             try upsertOne(op.item, into: engine.systemTableNames.operations, options: .strict)
             return
@@ -251,7 +257,7 @@ extension Session {
     /// Appends `op` at the next operation id (see ``SystemTableShortcuts/appendAtNextOperationId(_:)``):
     /// `.advanceHighWater`, then `.insertOperationAtMark`; `nil` when the first changed nothing.
     func appendAtNextOperationId(_ op: TableOperation) throws -> Int64? {
-        let bytes = op.table.utf8.count + op.itemId.utf8.count + op.properties.count + 5 * 18
+        let bytes = Self.rowBytes(op)
         guard let system = try systemStatements(), fitsEveryLimit(bytes) else { return nil }
         let advanced = try system.with(.advanceHighWater, on: connection) { s in
             try s.run()
