@@ -138,6 +138,25 @@ public final class LMDBCSubject: BenchSubject {
         return try body(c)
     }
 
+    /// The ids of the queued operations, in order (for tests: the baseline gives no id twice).
+    func operationIds() throws -> [Int64] {
+        try read { txn in
+            try cursor(txn, dbis.operations) { c in
+                var ids: [Int64] = []
+                var key = MDB_val()
+                var value = MDB_val()
+                var rc = mdb_cursor_get(c, &key, &value, MDB_FIRST)
+                while rc == MDB_SUCCESS {
+                    guard let k = key.mv_data, key.mv_size == 8 else { throw LocalStoreError(.corrupt, "lmdb-c: an operation key is not 8 bytes") }
+                    ids.append(Int64(bitPattern: UInt64(bigEndian: k.loadUnaligned(as: UInt64.self)) ^ (1 << 63)))
+                    rc = mdb_cursor_get(c, &key, &value, MDB_NEXT)
+                }
+                if rc != MDB_NOTFOUND { try Self.check(rc, "mdb_cursor_get") }
+                return ids
+            }
+        }
+    }
+
     // MARK: Keys and records
 
     /// Runs `body` with `id` case-folded (ASCII, as `NOCASE`) into `buffer`, as an `MDB_val`.
@@ -443,14 +462,44 @@ public final class LMDBCSubject: BenchSubject {
                 guard let k = key.mv_data, key.mv_size == 8 else { return 0 }
                 return Int64(bitPattern: UInt64(bigEndian: k.loadUnaligned(as: UInt64.self)) ^ (1 << 63))
             }
+            // Ids are never given twice (LocalStore's guarantee, kept by its high-water mark): the next id
+            // is one more than both the largest id and the largest ever given, which a config entry keeps.
+            let id = try Self.withHighWaterKey { markKey -> Int64 in
+                var value = MDB_val()
+                let rc = mdb_get(txn, dbis.config, &markKey, &value)
+                var mark: Int64 = 0
+                if rc == MDB_SUCCESS, let v = value.mv_data, value.mv_size == 8 {
+                    mark = v.loadUnaligned(as: Int64.self)
+                } else if rc != MDB_NOTFOUND {
+                    try Self.check(rc, "mdb_get high-water mark")
+                }
+                let next = max(last, mark) + 1
+                var stored = next
+                try withUnsafeMutableBytes(of: &stored) { bytes in
+                    var newValue = MDB_val(mv_size: 8, mv_data: bytes.baseAddress)
+                    try Self.check(mdb_put(txn, dbis.config, &markKey, &newValue, 0), "mdb_put high-water mark")
+                }
+                return next
+            }
             let op = TableOperation(
-                id: last + 1, table: "TodoItem", itemId: record.id, properties: Self.insertProperties)
+                id: id, table: "TodoItem", itemId: record.id, properties: Self.insertProperties)
             try Self.withKey(Self.intKey(op.id)) { key in
                 try Self.putOperation(op, key: &key, txn, dbis.operations)
                 try Self.withItemKey(op.table, op.itemId, into: keyBuffer) { itemKey in
                     try Self.check(mdb_put(txn, dbis.operationsByItem, &itemKey, &key, 0), "mdb_put operation index")
                 }
             }
+        }
+    }
+
+    /// The config key of the operation-id high-water mark (its value: the largest id ever given, Int64).
+    private static let highWaterKey = Array("localstore|operationidhighwater".utf8)
+
+    /// Runs `body` with the high-water mark's config key.
+    private static func withHighWaterKey<R>(_ body: (inout MDB_val) throws -> R) throws -> R {
+        try highWaterKey.withUnsafeBytes { k in
+            var key = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+            return try body(&key)
         }
     }
 

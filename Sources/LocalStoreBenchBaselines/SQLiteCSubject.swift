@@ -45,7 +45,9 @@ public final class SQLiteCSubject: BenchSubject {
             case .countComplete: return "SELECT count(*) FROM \"TodoItem\" WHERE \"complete\" = 1"
             case .deleteWhere: return "DELETE FROM \"TodoItem\" WHERE \"priority\" = ?1"
             case .appendOperation:
-                // A NULL integer primary key becomes max(id) + 1: the next operation id.
+                // A NULL integer primary key becomes the next operation id: with AUTOINCREMENT, one more than
+                // both the largest id and the largest ever given (`sqlite_sequence`), so an id is never given
+                // twice — the guarantee LocalStore's queue keeps with its high-water mark.
                 return """
                     INSERT INTO "MS_TableOperations" ("id", "table", "tableKind", "itemId", "properties") \
                     VALUES (NULL, ?1, 0, ?2, ?3)
@@ -76,7 +78,7 @@ public final class SQLiteCSubject: BenchSubject {
     // The `sqlite` backend's DDL: the same column declarations (dates as `timeIntervalSinceReferenceDate`
     // seconds in a column without REAL affinity) and the same indexes on the system tables.
     static let schema = """
-        CREATE TABLE IF NOT EXISTS "MS_TableOperations" ("id" INTEGER PRIMARY KEY, "table" TEXT, "tableKind" INTEGER, \
+        CREATE TABLE IF NOT EXISTS "MS_TableOperations" ("id" INTEGER PRIMARY KEY AUTOINCREMENT, "table" TEXT, "tableKind" INTEGER, \
         "itemId" TEXT, "properties" BLOB);
         CREATE INDEX IF NOT EXISTS "MS_TableOperations_table_itemId" ON "MS_TableOperations" \
         ("table", "itemId" COLLATE NOCASE);
@@ -176,6 +178,21 @@ public final class SQLiteCSubject: BenchSubject {
         } catch {
             try? run(try statement(.rollback))
             throw error
+        }
+    }
+
+    /// The ids of the queued operations, in order (for tests: the baseline gives no id twice).
+    func operationIds() throws -> [Int64] {
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v2(db, "SELECT \"id\" FROM \"MS_TableOperations\" ORDER BY \"id\"", -1, &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else { throw failure("prepare", rc) }
+        defer { sqlite3_finalize(stmt) }
+        var ids: [Int64] = []
+        while true {
+            let rc = sqlite3_step(stmt)
+            if rc == SQLITE_DONE { return ids }
+            guard rc == SQLITE_ROW else { throw failure("step", rc) }
+            ids.append(sqlite3_column_int64(stmt, 0))
         }
     }
 
