@@ -39,7 +39,8 @@ struct SystemStatementLoggingTests {
         // The token's update commits by itself (nobody observes the store): no transaction around it. The
         // append and the removal run in theirs.
         #expect(sql.filter { $0.hasPrefix("BEGIN") }.count == 2, "\(sql)")
-        if let k = sql.firstIndex(where: { $0.contains("AND NOT EXISTS") }) {
+        // The sole-row update: the pair's one row found through the pair index.
+        if let k = sql.firstIndex(where: { $0.hasPrefix("UPDATE OR FAIL \(config) SET \"value\" = ?1 WHERE rowid = (SELECT CASE WHEN count(*) = 1") }) {
             let before = sql[..<k].last { $0.hasPrefix("BEGIN") || $0.hasPrefix("COMMIT") }
             #expect(before?.hasPrefix("COMMIT") == true, "the append's transaction ended before it: \(sql)")
             #expect(k + 1 == sql.count || !sql[k + 1].hasPrefix("COMMIT"), "\(sql)")

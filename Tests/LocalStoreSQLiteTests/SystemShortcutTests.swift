@@ -217,6 +217,13 @@ struct SystemShortcutTests {
             #expect(try store.deltaToken(table: "todoITEM", queryId: "q2") == Self.date)
             #expect(try store.read(table: config, id: "v1") == nil)
             #expect(try store.read(table: config, id: "k2") != nil)
+            // The pair's only row under another id, its table, key and key type spelled as the token's: it
+            // is not the token's row, so it goes and the token is stored under its own id.
+            try store.upsert([["id": "sdk-token", "table": "T", "key": "q4", "keyType": 0, "value": "2020-01-01T00:00:00.000Z"]], into: config)
+            try store.setDeltaToken(Self.date, table: "T", queryId: "q4")
+            #expect(try store.read(table: config, id: "sdk-token") == nil)
+            #expect(try store.read(table: config, id: .string(DeltaTokenKey.rowId(table: "T", queryId: "q4")))?["value"] != nil)
+            #expect(try store.deltaToken(table: "T", queryId: "q4") == Self.date)
             // A damaged value is the same typed error.
             try store.upsert([["id": .string(mark), "value": "not a number"]], into: config)
             #expect(throws: LocalStoreError.self) { try store.appendOperation(table: "T", itemId: "c") }
@@ -264,6 +271,9 @@ struct SystemShortcutTests {
         let plans = try store.engine.systemStatementQueryPlans()
         #expect(plans.count == 11, "\(plans)")
         #expect(plans["updateSoleDeltaToken"]?.contains { $0.contains("pair_nocase") } == true, "\(plans["updateSoleDeltaToken"] ?? [])")
+        // The row itself by rowid, the value the pair-index search gave (not a second search by id).
+        #expect(plans["updateSoleDeltaToken"]?.contains { $0.hasPrefix("SEARCH") && $0.contains("INTEGER PRIMARY KEY (rowid=?)") } == true, "\(plans["updateSoleDeltaToken"] ?? [])")
+        #expect(plans["updateSoleDeltaToken"]?.contains { $0.contains("sqlite_autoindex") } == false, "\(plans["updateSoleDeltaToken"] ?? [])")
         #expect(plans["deltaTokenRowIds"]?.contains { $0.hasPrefix("SEARCH") && $0.contains("pair_nocase") } == true, "\(plans["deltaTokenRowIds"] ?? [])")
         for (kind, lines) in plans where kind != "insertOperation" {
             if kind == "largestOperationId" {
