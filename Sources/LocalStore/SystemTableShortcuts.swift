@@ -14,9 +14,9 @@ package protocol SystemTableReadShortcuts {
     /// decodes the row that `read(Query(operations, where: id > x, sort: [id], top: 1))` returns.
     func firstOperation(after id: Int64) throws -> TableOperation?
 
-    /// The `id` and `value` columns of the config row whose id is `id` (matched as the table's string
-    /// ids match, case-insensitively), as `read(table: config, id: .string(id))` returns them; `nil`
-    /// when there is none.
+    /// The `value` column of the config row whose id is `id` (matched as the table's string ids match,
+    /// case-insensitively), as `read(table: config, id: .string(id))` returns it, under the id it was
+    /// looked up by; `nil` when there is none.
     func configRow(id: String) throws -> ConfigRow?
 }
 
@@ -71,9 +71,10 @@ package protocol SystemTableStoreShortcuts {
     func updateSoleDeltaTokenRowAlone(_ entry: TableConfigEntry) throws -> Bool
 }
 
-/// The `id` and `value` of a row of the config table.
+/// The `value` of a row of the config table and the id it was read by.
 package struct ConfigRow: Sendable, Hashable {
-    /// The row's id as stored.
+    /// The id the row was looked up by (the stored id equals it ignoring case; an error message names
+    /// this one on every backend, and no stored spelling is read back for it).
     package var id: Value
     /// The row's `value` column (`.null` when it holds none).
     package var value: Value
@@ -104,7 +105,7 @@ extension LocalStoreAccess {
     /// ``SystemTableReadShortcuts/configRow(id:)`` through `read(table:id:)`.
     package func genericConfigRow(id: String) throws -> ConfigRow? {
         guard let item = try read(table: systemTableNames.config, id: .string(id)) else { return nil }
-        return ConfigRow(id: item["id"] ?? .null, value: item["value"] ?? .null)
+        return ConfigRow(id: .string(id), value: item["value"] ?? .null)
     }
 }
 

@@ -56,7 +56,7 @@ final class SystemStatements {
             case .deleteErrors:
                 return "DELETE FROM \(errors.quotedName) WHERE \(er[1]) = ?1"
             case .configRow:
-                return "SELECT \(cf[0]), \(cf[4]) FROM \(config.quotedName) WHERE \(cf[0]) = ?1"
+                return "SELECT \(cf[4]) FROM \(config.quotedName) WHERE \(cf[0]) = ?1"
             case .advanceHighWater:
                 // The next operation id, written as the new high-water mark: one more than both the mark and
                 // the largest id. Only when the mark's row is the entry `storeConfigEntry` writes, as
@@ -195,16 +195,16 @@ extension Session {
         return try system.with(.largestOperationId, on: connection) { s in try s.step() ? s.int64(0) : nil }
     }
 
-    /// The id and value of the config row `id` (see ``SystemTableReadShortcuts/configRow(id:)``).
+    /// The value of the config row `id` (see ``SystemTableReadShortcuts/configRow(id:)``).
     func configRow(id: String) throws -> ConfigRow? {
         guard let system = try systemStatements() else {
             guard let item = try read(table: engine.systemTableNames.config, id: .string(id)) else { return nil }
-            return ConfigRow(id: item["id"] ?? .null, value: item["value"] ?? .null)
+            return ConfigRow(id: .string(id), value: item["value"] ?? .null)
         }
         return try system.with(.configRow, on: connection) { s in
             try s.bind(.string(id), at: 1)
             guard try s.step() else { return nil }
-            return ConfigRow(id: try s.value(0, as: .string), value: try s.value(1, as: .string))
+            return ConfigRow(id: .string(id), value: try s.value(0, as: .string))
         }
     }
 
