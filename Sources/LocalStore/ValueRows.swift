@@ -59,6 +59,18 @@
         return rows
     }
 
+    /// Replaces every value of a buffer with room for at least `count` values, which nothing but the
+    /// caller references (it checked `isKnownUniquelyReferenced`), by `count` values initialized by
+    /// `fill` (as ``make(count:_:)``). When `fill` throws, the buffer is left holding no values.
+    package func refill(count: Int, _ fill: (UnsafeMutablePointer<Value>) throws -> Void) rethrows {
+        try withUnsafeMutablePointers { initialized, values in
+            ValueRows.destroy(values, count: initialized.pointee)
+            initialized.pointee = 0
+            try fill(values)
+            initialized.pointee = count
+        }
+    }
+
     /// The value at `index` (which must be initialized).
     package subscript(index: Int) -> Value {
         withUnsafeMutablePointerToElements { $0[index] }

@@ -344,7 +344,11 @@ final class ReadByIdPlan: Sendable {
             let rc = mdb_get(txn, dbi, &kv, &dv)
             if rc == MDB_NOTFOUND { return nil }
             try LMDBErrors.check(rc, "cannot read")
-            return try items.item(UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size))
+            let record = UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)
+            // The values go into the thread's spare buffer when the item read last was dropped.
+            return try ThreadPlanMemo.withCurrent { memo in
+                try items.item(record, reusing: &memo.spare, width: &memo.spareWidth)
+            }
         }
     }
 }

@@ -855,13 +855,19 @@ final class Environment: @unchecked Sendable {
 }
 
 /// The read-by-id plan a thread used last (``Environment/readByIdPlan(_:forRead:)``): its environment's
-/// ``Environment/serial``, the snapshot it was found right for, and the plan, which the memo keeps alive.
+/// ``Environment/serial``, the snapshot it was found right for, and the plan, which the memo keeps alive;
+/// and the value buffer of the last item it read by id.
 /// One per thread, reached through a POSIX thread-specific key without a lock, released when the thread
 /// exits; only its own thread reads or writes it.
 final class ThreadPlanMemo {
     var environment: UInt64 = 0
     var snapshot = -1
     var plan: ReadByIdPlan?
+    /// The value buffer of the item this thread read by id last (of a record of at most
+    /// ``ItemBuilder/spareRecordLimit`` bytes) and its width: refilled by the next read when that item
+    /// was dropped (``ItemBuilder/item(_:reusing:width:)``), so a read allocates and frees no buffer.
+    @exclusivity(unchecked) var spare: ValueRows?
+    @exclusivity(unchecked) var spareWidth = 0
 
     private static let key: pthread_key_t? = {
         var key = pthread_key_t()

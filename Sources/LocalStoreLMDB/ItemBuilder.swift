@@ -84,6 +84,35 @@ struct ItemBuilder: Sendable {
         return item(try ValueRows.make(count: width) { try fill(record, $0) }, start: 0)
     }
 
+    /// ``item(_:)`` with its values in `spare` when the caller's is free — referenced by nothing else (the
+    /// item built from it last was dropped) and as wide as this builder's rows — instead of a new
+    /// buffer; otherwise in a new one, which becomes `spare`. A record longer than
+    /// ``ItemBuilder/spareRecordLimit`` is built in a buffer of its own and `spare` let go, so a
+    /// thread's spare never keeps large values alive.
+    func item(_ record: UnsafeRawBufferPointer, reusing spare: inout ValueRows?, width spareWidth: inout Int) throws -> Item {
+        let width = names.count
+        guard let layout, width > 0, record.count <= ItemBuilder.spareRecordLimit else {
+            spare = nil
+            return try item(record)
+        }
+        if spareWidth == width, isKnownUniquelyReferenced(&spare), let rows = spare {
+            do {
+                try rows.refill(count: width) { try fill(record, $0) }
+            } catch {
+                spare = nil
+                throw error
+            }
+            return Item(layout: layout, values: rows, start: 0)
+        }
+        let rows = try ValueRows.make(count: width) { try fill(record, $0) }
+        spare = rows
+        spareWidth = width
+        return Item(layout: layout, values: rows, start: 0)
+    }
+
+    /// The longest record whose values a thread's spare buffer may keep until its next read.
+    static let spareRecordLimit = 4096
+
     /// The items of `count` stored records (`record(k)` is the `k`th), their values in one buffer;
     /// `corrupt` when one does not decode.
     func items(count: Int, _ record: (Int) -> UnsafeRawBufferPointer) throws -> [Item] {

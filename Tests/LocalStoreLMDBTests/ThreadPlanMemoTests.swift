@@ -1,5 +1,5 @@
 import Foundation
-import LocalStore
+@testable import LocalStore
 import Testing
 
 @testable import LocalStoreLMDB
@@ -81,5 +81,102 @@ struct ThreadPlanMemoTests {
             }
         }
         #expect(wrong.withLock { $0 } == 0)
+    }
+}
+
+/// A read by id puts its item's values in the thread's spare buffer when the item read last was dropped
+/// (``ItemBuilder/item(_:reusing:width:)``): an item still held — on this thread or another — keeps its
+/// values, a changed item is its own copy, and a long record is not kept.
+@Suite("LMDB: the per-thread spare value buffer")
+struct SpareValueBufferTests {
+    private static func buffer(_ item: Item?) -> ObjectIdentifier? { item?.row.map { ObjectIdentifier($0.values) } }
+
+    private static func store(_ dir: TempDirectory) throws -> LMDBStore {
+        let store = try LMDBStore(path: dir.storePath)
+        try store.defineTable(TableSchema("T", ["text": .string, "n": .integer]))
+        try store.upsert(
+            [["id": "a", "text": "first", "n": 1], ["id": "b", "text": "second", "n": 2], ["id": "c", "text": .string(String(repeating: "x", count: 5000)), "n": 3]],
+            into: "T")
+        return store
+    }
+
+    @Test func heldItemsKeepTheirValues() throws {
+        let dir = try TempDirectory()
+        let store = try Self.store(dir)
+        defer { try? store.close() }
+        // Dropped: the next read refills the same buffer.
+        let dropped = try Self.buffer(store.read(table: "T", id: "a"))
+        let next = try store.read(table: "T", id: "b")
+        #expect(Self.buffer(next) == dropped && dropped != nil)
+        #expect(next?["text"] == "second" && next?["n"] == 2)
+        // Held: the next read gets a buffer of its own, and the held item is unchanged.
+        let third = try store.read(table: "T", id: "a")
+        #expect(Self.buffer(third) != Self.buffer(next))
+        #expect(next?["text"] == "second" && next?["n"] == 2 && next?["id"] == "b")
+        #expect(third?["text"] == "first" && third?["n"] == 1)
+        // Changed: a copy; the read after it is not affected, nor is the change.
+        var changed = try store.read(table: "T", id: "b")
+        changed?["text"] = "changed"
+        let after = try store.read(table: "T", id: "a")
+        #expect(changed?["text"] == "changed" && changed?["n"] == 2)
+        #expect(after?["text"] == "first")
+        #expect(next?["text"] == "second" && third?["text"] == "first")
+    }
+
+    @Test func aLongRecordIsNotKept() throws {
+        let dir = try TempDirectory()
+        let store = try Self.store(dir)
+        defer { try? store.close() }
+        let long = try Self.buffer(store.read(table: "T", id: "c"))
+        let short = try Self.buffer(store.read(table: "T", id: "a"))
+        #expect(long != nil && short != nil)
+        #expect(ThreadPlanMemo.withCurrent { memo in memo.spare.map { ObjectIdentifier($0) } } == short)
+        _ = try store.read(table: "T", id: "c")
+        #expect(ThreadPlanMemo.withCurrent { memo in memo.spare == nil })
+    }
+
+    /// Items read on one thread and read, kept or dropped on others while the first thread reads on.
+    @Test func itemsHandedToOtherThreads() throws {
+        let dir = try TempDirectory()
+        let store = try Self.store(dir)
+        defer { try? store.close() }
+        let wrong = Locked(0)
+        let queue = DispatchQueue(label: "consumer", attributes: .concurrent)
+        let group = DispatchGroup()
+        for k in 0..<2000 {
+            let id = k % 2 == 0 ? "a" : "b"
+            guard let item = try store.read(table: "T", id: .string(id)) else {
+                wrong.withLock { $0 += 1 }
+                continue
+            }
+            queue.async(group: group) {
+                let expected: Value = id == "a" ? "first" : "second"
+                for _ in 0..<3 where item["text"] != expected || item["id"] != .string(id) {
+                    wrong.withLock { $0 += 1 }
+                }
+            }
+        }
+        group.wait()
+        #expect(wrong.withLock { $0 } == 0)
+    }
+}
+
+extension SpareValueBufferTests {
+    /// Rows of a narrow and a wide table read in turn, each item dropped: every item has its own table's
+    /// values (a spare narrower than the row is never refilled — under AddressSanitizer an overflow of it
+    /// is reported).
+    @Test func tablesOfTwoWidths() throws {
+        let dir = try TempDirectory()
+        let store = try LMDBStore(path: dir.storePath)
+        defer { try? store.close() }
+        try store.defineTable(TableSchema("Narrow", ["a": .string]))
+        try store.defineTable(TableSchema("Wide", ["a": .string, "b": .string, "c": .integer, "d": .string, "e": .boolean]))
+        try store.upsert([["id": "x", "a": "narrow"]], into: "Narrow")
+        try store.upsert([["id": "x", "a": "wide a", "b": "wide b", "c": 3, "d": "wide d", "e": true]], into: "Wide")
+        for _ in 0..<4 {
+            #expect(try store.read(table: "Narrow", id: "x")?.values == ["id": "x", "a": "narrow"])
+            #expect(
+                try store.read(table: "Wide", id: "x")?.values == ["id": "x", "a": "wide a", "b": "wide b", "c": 3, "d": "wide d", "e": true])
+        }
     }
 }
