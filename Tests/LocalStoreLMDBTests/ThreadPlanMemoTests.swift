@@ -10,9 +10,8 @@ import Testing
 /// their own table's row as it is defined now.
 @Suite("LMDB: the per-thread read-by-id plan")
 struct ThreadPlanMemoTests {
-    /// Two stores, each with a table `T` of other columns and one commit after the definition, so that
-    /// their snapshots carry the same transaction ids: every read finds its own store's row.
-    @Test func twoEnvironmentsWithTheSameSnapshotIds() throws {
+    /// Runs `body` with two new stores in two directories, closing them after.
+    private static func withTwoStores(_ body: (LMDBStore, LMDBStore) throws -> Void) throws {
         let a = try TempDirectory()
         let b = try TempDirectory()
         let storeA = try LMDBStore(path: a.storePath)
@@ -21,16 +20,24 @@ struct ThreadPlanMemoTests {
             try? storeA.close()
             try? storeB.close()
         }
-        try storeA.defineTable(TableSchema("T", ["text": .string]))
-        try storeB.defineTable(TableSchema("T", ["number": .integer, "flag": .boolean]))
-        try storeA.upsert([["id": "x", "text": "from a"]], into: "T")
-        try storeB.upsert([["id": "x", "number": 7, "flag": true]], into: "T")
-        #expect(storeA.environment.lastCommittedTxnId() == storeB.environment.lastCommittedTxnId())
-        for _ in 0..<3 {
-            let fromA = try storeA.read(table: "T", id: "x")
-            let fromB = try storeB.read(table: "T", id: "x")
-            #expect(fromA?["text"] == "from a" && fromA?["number"] == nil, "\(String(describing: fromA))")
-            #expect(fromB?["number"] == 7 && fromB?["flag"] == true && fromB?["text"] == nil, "\(String(describing: fromB))")
+        try body(storeA, storeB)
+    }
+
+    /// Two stores, each with a table `T` of other columns and one commit after the definition, so that
+    /// their snapshots carry the same transaction ids: every read finds its own store's row.
+    @Test func twoEnvironmentsWithTheSameSnapshotIds() throws {
+        try Self.withTwoStores { storeA, storeB in
+            try storeA.defineTable(TableSchema("T", ["text": .string]))
+            try storeB.defineTable(TableSchema("T", ["number": .integer, "flag": .boolean]))
+            try storeA.upsert([["id": "x", "text": "from a"]], into: "T")
+            try storeB.upsert([["id": "x", "number": 7, "flag": true]], into: "T")
+            #expect(storeA.environment.lastCommittedTxnId() == storeB.environment.lastCommittedTxnId())
+            for _ in 0..<3 {
+                let fromA = try storeA.read(table: "T", id: "x")
+                let fromB = try storeB.read(table: "T", id: "x")
+                #expect(fromA?["text"] == "from a" && fromA?["number"] == nil, "\(String(describing: fromA))")
+                #expect(fromB?["number"] == 7 && fromB?["flag"] == true && fromB?["text"] == nil, "\(String(describing: fromB))")
+            }
         }
     }
 
@@ -58,29 +65,23 @@ struct ThreadPlanMemoTests {
 
     /// Threads each keep their own plan: eight threads reading two tables of two stores in turn.
     @Test func threadsReadTheirOwnRows() throws {
-        let a = try TempDirectory()
-        let b = try TempDirectory()
-        let storeA = try LMDBStore(path: a.storePath)
-        let storeB = try LMDBStore(path: b.storePath)
-        defer {
-            try? storeA.close()
-            try? storeB.close()
-        }
-        for (store, tag) in [(storeA, "a"), (storeB, "b")] {
-            try store.defineTable(TableSchema("T", ["text": .string]))
-            try store.defineTable(TableSchema("U", ["text": .string]))
-            try store.upsert([["id": "x", "text": .string("T\(tag)")]], into: "T")
-            try store.upsert([["id": "x", "text": .string("U\(tag)")]], into: "U")
-        }
-        let wrong = Locked(0)
-        DispatchQueue.concurrentPerform(iterations: 8) { n in
-            for k in 0..<400 {
-                let (store, tag) = (n + k) % 2 == 0 ? (storeA, "a") : (storeB, "b")
-                let table = k % 3 == 0 ? "U" : "T"
-                if (try? store.read(table: table, id: "x")?["text"]) != .string("\(table)\(tag)") { wrong.withLock { $0 += 1 } }
+        try Self.withTwoStores { storeA, storeB in
+            for (store, tag) in [(storeA, "a"), (storeB, "b")] {
+                try store.defineTable(TableSchema("T", ["text": .string]))
+                try store.defineTable(TableSchema("U", ["text": .string]))
+                try store.upsert([["id": "x", "text": .string("T\(tag)")]], into: "T")
+                try store.upsert([["id": "x", "text": .string("U\(tag)")]], into: "U")
             }
+            let wrong = Locked(0)
+            DispatchQueue.concurrentPerform(iterations: 8) { n in
+                for k in 0..<400 {
+                    let (store, tag) = (n + k) % 2 == 0 ? (storeA, "a") : (storeB, "b")
+                    let table = k % 3 == 0 ? "U" : "T"
+                    if (try? store.read(table: table, id: "x")?["text"]) != .string("\(table)\(tag)") { wrong.withLock { $0 += 1 } }
+                }
+            }
+            #expect(wrong.withLock { $0 } == 0)
         }
-        #expect(wrong.withLock { $0 } == 0)
     }
 }
 
