@@ -59,15 +59,18 @@
         return rows
     }
 
-    /// Replaces every value of a buffer with room for at least `count` values, which nothing but the
-    /// caller references (it checked `isKnownUniquelyReferenced`), by `count` values initialized by
-    /// `fill` (as ``make(count:_:)``). When `fill` throws, the buffer is left holding no values.
-    package func refill(count: Int, _ fill: (UnsafeMutablePointer<Value>) throws -> Void) rethrows {
+    /// Replaces the `count` values of a buffer that holds exactly `count` (so it has room for them), which
+    /// nothing but the caller references (it checked `isKnownUniquelyReferenced`), by `count` values
+    /// initialized by `fill` (as ``make(count:_:)``); `false`, changing nothing, when it holds another
+    /// number of values. When `fill` throws, the buffer is left holding no values.
+    package func refill(count: Int, _ fill: (UnsafeMutablePointer<Value>) throws -> Void) rethrows -> Bool {
         try withUnsafeMutablePointers { initialized, values in
-            ValueRows.destroy(values, count: initialized.pointee)
+            guard initialized.pointee == count else { return false }
+            ValueRows.destroy(values, count: count)
             initialized.pointee = 0
             try fill(values)
             initialized.pointee = count
+            return true
         }
     }
 

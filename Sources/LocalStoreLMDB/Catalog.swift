@@ -347,7 +347,7 @@ final class ReadByIdPlan: Sendable {
             let record = UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)
             // The values go into the thread's spare buffer when the item read last was dropped.
             return try ThreadPlanMemo.withCurrent { memo in
-                try items.item(record, reusing: &memo.spare, width: &memo.spareWidth)
+                try items.item(record, reusing: &memo.spare)
             }
         }
     }

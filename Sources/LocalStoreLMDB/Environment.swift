@@ -864,10 +864,9 @@ final class ThreadPlanMemo {
     var snapshot = -1
     var plan: ReadByIdPlan?
     /// The value buffer of the item this thread read by id last (of a record of at most
-    /// ``ItemBuilder/spareRecordLimit`` bytes) and its width: refilled by the next read when that item
-    /// was dropped (``ItemBuilder/item(_:reusing:width:)``), so a read allocates and frees no buffer.
+    /// ``ItemBuilder/spareRecordLimit`` bytes): refilled by the next read when that item was dropped
+    /// (``ItemBuilder/item(_:reusing:)``), so a read allocates and frees no buffer.
     @exclusivity(unchecked) var spare: ValueRows?
-    @exclusivity(unchecked) var spareWidth = 0
 
     private static let key: pthread_key_t? = {
         var key = pthread_key_t()

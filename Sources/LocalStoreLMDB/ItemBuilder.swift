@@ -85,28 +85,26 @@ struct ItemBuilder: Sendable {
     }
 
     /// ``item(_:)`` with its values in `spare` when the caller's is free — referenced by nothing else (the
-    /// item built from it last was dropped) and as wide as this builder's rows — instead of a new
-    /// buffer; otherwise in a new one, which becomes `spare`. A record longer than
-    /// ``ItemBuilder/spareRecordLimit`` is built in a buffer of its own and `spare` let go, so a
-    /// thread's spare never keeps large values alive.
-    func item(_ record: UnsafeRawBufferPointer, reusing spare: inout ValueRows?, width spareWidth: inout Int) throws -> Item {
+    /// item built from it last was dropped) and holding a row as wide as this builder's
+    /// (``ValueRows/refill(count:_:)``) — instead of a new buffer; otherwise in a new one, which becomes
+    /// `spare`. A record longer than ``ItemBuilder/spareRecordLimit`` is built in a buffer of its own and
+    /// `spare` let go, so a thread's spare never keeps large values alive.
+    func item(_ record: UnsafeRawBufferPointer, reusing spare: inout ValueRows?) throws -> Item {
         let width = names.count
         guard let layout, width > 0, record.count <= ItemBuilder.spareRecordLimit else {
             spare = nil
             return try item(record)
         }
-        if spareWidth == width, isKnownUniquelyReferenced(&spare), let rows = spare {
+        if isKnownUniquelyReferenced(&spare), let rows = spare {
             do {
-                try rows.refill(count: width) { try fill(record, $0) }
+                if try rows.refill(count: width, { try fill(record, $0) }) { return Item(layout: layout, values: rows, start: 0) }
             } catch {
                 spare = nil
                 throw error
             }
-            return Item(layout: layout, values: rows, start: 0)
         }
         let rows = try ValueRows.make(count: width) { try fill(record, $0) }
         spare = rows
-        spareWidth = width
         return Item(layout: layout, values: rows, start: 0)
     }
 
