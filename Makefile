@@ -80,7 +80,9 @@ docs: deps
 # batch per test target (scripts/sanitize.sh). SQLCipher cases run in localstore-sqlcipher-suite, a process
 # without libsqlite3 (docs/reliability.md, "Sanitizers"). UndefinedBehaviorSanitizer is not offered: swiftc
 # refuses -sanitize=undefined on Linux. Any report, failed test or batch still running after
-# SANITIZE_BATCH_TIMEOUT seconds fails the run; the totals are printed at the end.
+# SANITIZE_BATCH_TIMEOUT seconds fails the run; the totals are printed at the end. SANITIZE_FILTER is a
+# regular expression matched after each target's name (`^<Target>\..*(<filter>)`): name suites or tests
+# (`SANITIZE_FILTER="StoreTests|MonotonicRead"`), not test targets.
 SANITIZERS ?= thread address
 SANITIZE_FILTER ?=
 SANITIZE_BATCH_TIMEOUT ?= 2700
