@@ -85,17 +85,17 @@ extension LocalStoreAccess {
 
     /// The date of a token row; a value that is not a timestamp is `corrupt`, naming table and query id.
     func deltaTokenDate(_ row: Item, table: String, queryId: String) throws -> Date {
-        try deltaTokenDate(ConfigRow(id: row["id"] ?? .null, value: row["value"] ?? .null), table: table, queryId: queryId)
+        try deltaTokenDate(row["value"] ?? .null, rowId: row["id"]?.stringValue ?? "?", table: table, queryId: queryId)
     }
 
-    /// ``deltaTokenDate(_:table:queryId:)`` for a row read by ``ConfigRowReading``.
-    func deltaTokenDate(_ row: ConfigRow, table: String, queryId: String) throws -> Date {
-        let value = row.value
+    /// ``deltaTokenDate(_:table:queryId:)`` for a value read by ``ConfigValueReading`` from the row `rowId`
+    /// (the id it was looked up by).
+    func deltaTokenDate(_ value: Value, rowId: String, table: String, queryId: String) throws -> Date {
         guard let text = value.stringValue, let date = DeltaTokenFormat.date(from: text) else {
             let config = systemTableNames.config
             throw LocalStoreError(
                 .corrupt,
-                "the delta token of table '\(table)', query id '\(queryId)' in \(config) (row '\(row.id.stringValue ?? "?")') is \(value), not a yyyy-MM-ddTHH:mm:ss.SSSZ timestamp",
+                "the delta token of table '\(table)', query id '\(queryId)' in \(config) (row '\(rowId)') is \(value), not a yyyy-MM-ddTHH:mm:ss.SSSZ timestamp",
                 table: config, column: "value")
         }
         return date
@@ -109,8 +109,9 @@ extension LocalStoreAccess {
     public func deltaToken(table: String, queryId: String) throws -> Date? {
         try DeltaTokenKey.validate(table: table, queryId: queryId)
         let config = systemTableNames.config
-        if let row = try ConfigRowReading.row(self, id: DeltaTokenKey.rowId(table: table, queryId: queryId)) {
-            return try deltaTokenDate(row, table: table, queryId: queryId)
+        let rowId = DeltaTokenKey.rowId(table: table, queryId: queryId)
+        if let value = try ConfigValueReading.value(self, id: rowId) {
+            return try deltaTokenDate(value, rowId: rowId, table: table, queryId: queryId)
         }
         guard let row = try read(Query(config, where: deltaTokenPredicate(table: table, queryId: queryId), top: 1)).items.first else {
             return nil

@@ -29,8 +29,9 @@ extension LocalStoreAccess {
     /// is `nil`, with `read(table:id:)`.
     func operationIdHighWaterMark(shortcuts: (any SystemTableReadShortcuts)?) throws -> Int64 {
         let config = systemTableNames.config
-        guard let row = try ConfigRowReading.row(self, id: TableConfigEntry.operationIdHighWaterId, shortcuts: shortcuts) else { return 0 }
-        let value = row.value
+        guard let value = try ConfigValueReading.value(self, id: TableConfigEntry.operationIdHighWaterId, shortcuts: shortcuts) else {
+            return 0
+        }
         guard let text = value.stringValue, let mark = Int64(text), mark >= 0 else {
             throw LocalStoreError(
                 .corrupt,

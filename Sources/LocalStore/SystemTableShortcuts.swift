@@ -15,9 +15,9 @@ package protocol SystemTableReadShortcuts {
     func firstOperation(after id: Int64) throws -> TableOperation?
 
     /// The `value` column of the config row whose id is `id` (matched as the table's string ids match,
-    /// case-insensitively), as `read(table: config, id: .string(id))` returns it, under the id it was
-    /// looked up by; `nil` when there is none.
-    func configRow(id: String) throws -> ConfigRow?
+    /// case-insensitively), as `read(table: config, id: .string(id))` returns it (`.null` when the row
+    /// holds none); `nil` when there is no such row.
+    func configValue(id: String) throws -> Value?
 }
 
 /// Writes (and reads inside a write transaction) of the system tables with statements an adopter
@@ -71,20 +71,6 @@ package protocol SystemTableStoreShortcuts {
     func updateSoleDeltaTokenRowAlone(_ entry: TableConfigEntry) throws -> Bool
 }
 
-/// The `value` of a row of the config table and the id it was read by.
-package struct ConfigRow: Sendable, Hashable {
-    /// The id the row was looked up by (the stored id equals it ignoring case; an error message names
-    /// this one on every backend, and no stored spelling is read back for it).
-    package var id: Value
-    /// The row's `value` column (`.null` when it holds none).
-    package var value: Value
-
-    package init(id: Value, value: Value) {
-        self.id = id
-        self.value = value
-    }
-}
-
 extension SystemTableShortcuts {
     /// Writes nothing: ``SystemTableShortcuts/appendAtNextOperationId(_:)`` is optional.
     package func appendAtNextOperationId(_ operation: TableOperation) throws -> Int64? { nil }
@@ -102,10 +88,10 @@ extension LocalStoreAccess {
             .items.first.flatMap(TableOperation.init)
     }
 
-    /// ``SystemTableReadShortcuts/configRow(id:)`` through `read(table:id:)`.
-    package func genericConfigRow(id: String) throws -> ConfigRow? {
+    /// ``SystemTableReadShortcuts/configValue(id:)`` through `read(table:id:)`.
+    package func genericConfigValue(id: String) throws -> Value? {
         guard let item = try read(table: systemTableNames.config, id: .string(id)) else { return nil }
-        return ConfigRow(id: .string(id), value: item["value"] ?? .null)
+        return item["value"] ?? .null
     }
 }
 
@@ -137,18 +123,18 @@ extension LocalStoreTransaction {
     }
 }
 
-/// Reading one config row by primary key, for the operation-id high-water mark and delta tokens: through
-/// ``SystemTableReadShortcuts/configRow(id:)`` when the store or transaction offers it, else with
-/// `read(table:id:)`.
-enum ConfigRowReading {
-    static func row(_ access: some LocalStoreAccess, id: String) throws -> ConfigRow? {
-        try row(access, id: id, shortcuts: ShortcutCasts.readShortcuts(access))
+/// Reading the value of one config row by primary key, for the operation-id high-water mark and delta
+/// tokens: through ``SystemTableReadShortcuts/configValue(id:)`` when the store or transaction offers it,
+/// else with `read(table:id:)`.
+enum ConfigValueReading {
+    static func value(_ access: some LocalStoreAccess, id: String) throws -> Value? {
+        try value(access, id: id, shortcuts: ShortcutCasts.readShortcuts(access))
     }
 
-    /// ``row(_:id:)`` with `access`'s shortcuts already cast by the caller (`nil`: it has none).
-    static func row(_ access: some LocalStoreAccess, id: String, shortcuts: (any SystemTableReadShortcuts)?) throws -> ConfigRow? {
-        if let shortcuts { return try shortcuts.configRow(id: id) }
-        return try access.genericConfigRow(id: id)
+    /// ``value(_:id:)`` with `access`'s shortcuts already cast by the caller (`nil`: it has none).
+    static func value(_ access: some LocalStoreAccess, id: String, shortcuts: (any SystemTableReadShortcuts)?) throws -> Value? {
+        if let shortcuts { return try shortcuts.configValue(id: id) }
+        return try access.genericConfigValue(id: id)
     }
 }
 

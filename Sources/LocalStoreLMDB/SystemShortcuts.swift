@@ -4,10 +4,11 @@ import LocalStore
 // Where LMDB has nothing faster than the generic call, the shortcut runs exactly that call (adopting
 // once spared every typed convenience a failed dynamic cast, 3,300 instructions; since the core answers
 // the casts once per type, `ShortcutCasts`, a cast costs about 300 either way). The faster paths read
-// the system tables with a cursor instead of resolving, planning and running a `Query`: the queue's head and tail are the first record after a key and the last record of
-// the operations table (whose primary key is the id in numeric order), a push's errors are looked for in
-// the errors table's `operationId` index before a delete is planned, and the delta-token pair lookup tests
-// the config table's records in place. Each falls back to the generic call when a system table does not
+// the system tables with a cursor instead of resolving, planning and running a `Query`: the queue's head
+// and tail are the first record after a key and the last record of the operations table (whose primary
+// key is the id in numeric order), a push's errors are looked for in the errors table's `operationId`
+// index before a delete is planned, and the delta-token pair lookup tests the config table's records in
+// place. Each falls back to the generic call when a system table does not
 // have the shape it relies on, and answers what the generic call answers (`LMDBSystemShortcutTests`).
 
 extension LMDBStore: SystemTableReadShortcuts {
@@ -18,7 +19,7 @@ extension LMDBStore: SystemTableReadShortcuts {
         guard let found else { return try genericFirstOperation(after: id) }
         return found.operation
     }
-    package func configRow(id: String) throws -> ConfigRow? { try genericConfigRow(id: id) }
+    package func configValue(id: String) throws -> Value? { try genericConfigValue(id: id) }
 }
 
 extension LMDBTransaction: SystemTableShortcuts {
@@ -28,7 +29,7 @@ extension LMDBTransaction: SystemTableShortcuts {
         }
         return found.operation
     }
-    func configRow(id: String) throws -> ConfigRow? { try genericConfigRow(id: id) }
+    func configValue(id: String) throws -> Value? { try genericConfigValue(id: id) }
     func largestOperationId() throws -> Int64? {
         guard let found = try checkedContext().queueEdge(systemTableNames.operations, after: nil) else {
             return try genericLargestOperationId()

@@ -381,5 +381,5 @@ extension SQLCipherStore: SystemTableStoreShortcuts {
 /// connection (the core's `operation(after:)`, `deltaToken` and `operationIdHighWaterMark()` use them).
 extension SQLCipherStore: SystemTableReadShortcuts {
     package func firstOperation(after id: Int64) throws -> TableOperation? { try lock.with { try $0.firstOperation(after: id) } }
-    package func configRow(id: String) throws -> ConfigRow? { try lock.with { try $0.configRow(id: id) } }
+    package func configValue(id: String) throws -> Value? { try lock.with { try $0.configValue(id: id) } }
 }

@@ -859,8 +859,8 @@ package final class SQLEngine: @unchecked Sendable {
     }
 
     /// The id and value of the config row `id`, read with a statement prepared once; a short read.
-    package func configRow(id: String) throws -> ConfigRow? {
-        try withShortRead { try $0.configRow(id: id) }
+    package func configValue(id: String) throws -> Value? {
+        try withShortRead { try $0.configValue(id: id) }
     }
 
     package func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
@@ -1046,8 +1046,8 @@ extension SQLTransaction: SystemTableShortcuts {
         try access(writes: false) { try session.firstOperation(after: id) }
     }
 
-    func configRow(id: String) throws -> ConfigRow? {
-        try access(writes: false) { try session.configRow(id: id) }
+    func configValue(id: String) throws -> Value? {
+        try access(writes: false) { try session.configValue(id: id) }
     }
 
     func largestOperationId() throws -> Int64? {

@@ -195,16 +195,16 @@ extension Session {
         return try system.with(.largestOperationId, on: connection) { s in try s.step() ? s.int64(0) : nil }
     }
 
-    /// The value of the config row `id` (see ``SystemTableReadShortcuts/configRow(id:)``).
-    func configRow(id: String) throws -> ConfigRow? {
+    /// The value of the config row `id` (see ``SystemTableReadShortcuts/configValue(id:)``).
+    func configValue(id: String) throws -> Value? {
         guard let system = try systemStatements() else {
             guard let item = try read(table: engine.systemTableNames.config, id: .string(id)) else { return nil }
-            return ConfigRow(id: .string(id), value: item["value"] ?? .null)
+            return item["value"] ?? .null
         }
         return try system.with(.configRow, on: connection) { s in
             try s.bind(.string(id), at: 1)
             guard try s.step() else { return nil }
-            return ConfigRow(id: .string(id), value: try s.value(0, as: .string))
+            return try s.value(0, as: .string)
         }
     }
 

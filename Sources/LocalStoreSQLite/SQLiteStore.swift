@@ -212,5 +212,5 @@ extension SQLiteStore: SystemTableStoreShortcuts {
 /// connection (the core's `operation(after:)`, `deltaToken` and `operationIdHighWaterMark()` use them).
 extension SQLiteStore: SystemTableReadShortcuts {
     package func firstOperation(after id: Int64) throws -> TableOperation? { try engine.firstOperation(after: id) }
-    package func configRow(id: String) throws -> ConfigRow? { try engine.configRow(id: id) }
+    package func configValue(id: String) throws -> Value? { try engine.configValue(id: id) }
 }
