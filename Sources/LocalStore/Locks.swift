@@ -135,13 +135,16 @@ package final class LockedValue<Value>: @unchecked Sendable {
 /// The owner is an atomic thread identity (no lock: every read of every backend asks it). Only the
 /// writer thread sets and clears it, so a thread that finds its own identity there set it itself,
 /// and one that does not is not the writer; a relaxed load answers both exactly.
-package final class WriterThread: Sendable {
+///
+/// A non-copyable value, not an object: a store holds it in place, so asking it is one load, with no
+/// retain and release of an object around the call (two locked instructions on every read).
+package struct WriterThread: ~Copyable, Sendable {
     /// `pthread_self()` of the thread holding the write lock, 0 when none does.
-    private let owner = Atomic<UInt>(0)
+    @usableFromInline let owner = Atomic<UInt>(0)
 
     package init() {}
 
-    private static var current: UInt {
+    @usableFromInline static var current: UInt {
         #if canImport(Glibc)
         return UInt(pthread_self())
         #else
@@ -149,12 +152,12 @@ package final class WriterThread: Sendable {
         #endif
     }
 
-    package var isCurrentThread: Bool { owner.load(ordering: .relaxed) == WriterThread.current }
+    @inlinable package var isCurrentThread: Bool { owner.load(ordering: .relaxed) == WriterThread.current }
 
-    package func set() { owner.store(WriterThread.current, ordering: .relaxed) }
-    package func clear() { owner.store(0, ordering: .relaxed) }
+    @inlinable package func set() { owner.store(WriterThread.current, ordering: .relaxed) }
+    @inlinable package func clear() { owner.store(0, ordering: .relaxed) }
 
-    package func check() throws {
+    @inlinable package func check() throws {
         if isCurrentThread {
             throw LocalStoreError(
                 .misuse, "the store was called from inside its own write {} body; use the transaction passed to the body")

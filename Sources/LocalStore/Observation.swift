@@ -190,7 +190,7 @@ public final class ChangeCenter: Sendable {
         var timer: DispatchSourceTimer?
     }
 
-    private let observers = Atomic<Int>(0)
+    @usableFromInline let observers = Atomic<Int>(0)
     private let state = LockedValue(State())
     private static let pollQueue = DispatchQueue(label: "LocalStore.changes.poll")
 
@@ -198,7 +198,7 @@ public final class ChangeCenter: Sendable {
     public init() {}
 
     /// Whether at least one observer is registered (one relaxed atomic load).
-    @inline(__always) public var isObserved: Bool { observers.load(ordering: .relaxed) > 0 }
+    @inlinable public var isObserved: Bool { observers.load(ordering: .relaxed) > 0 }
 
     /// The number of registered observers.
     public var observerCount: Int { observers.load(ordering: .relaxed) }

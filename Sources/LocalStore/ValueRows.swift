@@ -19,7 +19,7 @@
 
     /// Deinitializes `values[0 ..< count]`: a null, boolean, integer, double or date holds nothing to
     /// release and is left as it is.
-    static func destroy(_ values: UnsafeMutablePointer<Value>, count: Int) {
+    @usableFromInline static func destroy(_ values: UnsafeMutablePointer<Value>, count: Int) {
         var p = values
         let end = values + count
         while p < end {
@@ -63,7 +63,7 @@
     /// nothing but the caller references (it checked `isKnownUniquelyReferenced`), by `count` values
     /// initialized by `fill` (as ``make(count:_:)``); `false`, changing nothing, when it holds another
     /// number of values. When `fill` throws, the buffer is left holding no values.
-    package func refill(count: Int, _ fill: (UnsafeMutablePointer<Value>) throws -> Void) rethrows -> Bool {
+    @inlinable package func refill(count: Int, _ fill: (UnsafeMutablePointer<Value>) throws -> Void) rethrows -> Bool {
         try withUnsafeMutablePointers { initialized, values in
             guard initialized.pointee == count else { return false }
             ValueRows.destroy(values, count: count)

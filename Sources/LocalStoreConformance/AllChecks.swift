@@ -20,6 +20,7 @@ extension ConformanceSuite {
         ConformanceCheck(name: "batchIsAllOrNothing", batchIsAllOrNothing),
         ConformanceCheck(name: "batchSameIdTwice", batchSameIdTwice),
         ConformanceCheck(name: "idsMatchCaseInsensitivelyOnRead", idsMatchCaseInsensitivelyOnRead),
+        ConformanceCheck(name: "longIdsReadById", longIdsReadById),
         ConformanceCheck(name: "idsUpsertUpdatesSameRowWithNewestSpelling", idsUpsertUpdatesSameRowWithNewestSpelling),
         ConformanceCheck(name: "idsDeleteCaseInsensitively", idsDeleteCaseInsensitively),
         ConformanceCheck(name: "idsFollowNoCaseRuleExactly", idsFollowNoCaseRuleExactly),

@@ -318,9 +318,9 @@ final class ReadByIdPlan: Sendable {
         idType = table.schema.idType
     }
 
-    /// Whether a read of `id` that ``read(_:id:)`` did not find must be looked up through a
-    /// ``TxnContext``: the id's key is longer than a stored key's prefix (docs/lmdb.md, "Long keys").
-    func needsContext(_ id: Value) -> Bool {
+    /// Whether a read of `id` must be looked up through a ``TxnContext`` (``read(_:id:spare:)`` cannot
+    /// find it): the id's key is longer than a stored key's prefix (docs/lmdb.md, "Long keys").
+    static func needsContext(_ id: Value) -> Bool {
         switch id {
         case .int: return false
         case .string(let s) where s.utf8.count <= KeyCodec.prefixLimit - 10: return false
@@ -332,9 +332,9 @@ final class ReadByIdPlan: Sendable {
     }
 
     /// The item stored under `id` in `txn`'s snapshot; `nil` when there is none or when the id's key is
-    /// too long to be looked up directly (then ``needsContext(_:)`` is true). Throws the
-    /// `typeMismatch` of `TableSchema.checkId` for an id of another type.
-    func read(_ txn: OpaquePointer, id: Value) throws -> Item? {
+    /// too long to be looked up directly (then ``needsContext(_:)`` is true). Throws the `typeMismatch` of
+    /// `TableSchema.checkId` for an id of another type. The values go into `spare` when it is free.
+    func read(_ txn: OpaquePointer, id: Value, spare: inout ValueRows?) throws -> Item? {
         if !TableSchema.isPlainId(id, ofType: idType) { try items.schema.checkId(id) }
         // The key is built in stack memory (no array per read).
         return try KeyCodec.withIdKey(id) { k in
@@ -344,11 +344,7 @@ final class ReadByIdPlan: Sendable {
             let rc = mdb_get(txn, dbi, &kv, &dv)
             if rc == MDB_NOTFOUND { return nil }
             try LMDBErrors.check(rc, "cannot read")
-            let record = UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)
-            // The values go into the thread's spare buffer when the item read last was dropped.
-            return try ThreadPlanMemo.withCurrent { memo in
-                try items.item(record, reusing: &memo.spare)
-            }
+            return try items.item(UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size), reusing: &spare)
         }
     }
 }

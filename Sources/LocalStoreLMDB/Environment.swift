@@ -434,25 +434,18 @@ final class Environment: @unchecked Sendable {
 
     func handle(_ name: String) -> MDB_dbi? { state.withLock { $0.handles[name] } }
 
-    /// The read-by-id plan of table `name` (as the caller spelled it) in the snapshot `txn`: as
-    /// ``readByIdPlan(_:in:)`` with the snapshot's catalog, but when the cached catalog was found current
-    /// in this snapshot already (the usual case: no commit since), the plan is found under one lock and
-    /// no catalog is copied.
+    /// The read-by-id plan of table `name` (as the caller spelled it) in the snapshot `txn`, found by
+    /// the thread whose memo is `memo`: as ``readByIdPlan(_:in:)`` with the snapshot's catalog, but when
+    /// the cached catalog was found current in this snapshot already (the usual case: no commit since),
+    /// the plan is found under one lock and no catalog is copied. The plan is remembered in `memo`.
     ///
-    /// The calling thread first asks its own memo (``ThreadPlanMemo``): the plan it used last, if that was
-    /// for this environment, this table spelling and this very snapshot. A snapshot is immutable — the
-    /// same transaction id is the same committed state, catalog included — so a plan found right for it
-    /// stays right, and a run of reads with no commit between them takes no lock at all (the lock was a
-    /// mutex round trip per read: two locked instructions and ~180 instructions).
-    func readByIdPlan(_ name: String, forRead txn: OpaquePointer) throws -> ReadByIdPlan {
+    /// ``readItem(table:id:tracker:longId:)`` asks the memo first, without a lock: the plan the thread used
+    /// last, if that was for this environment, this table spelling and this very snapshot. A snapshot is
+    /// immutable — the same transaction id is the same committed state, catalog included — so a plan
+    /// found right for it stays right, and a run of reads with no commit between them takes no lock at
+    /// all (the lock was a mutex round trip per read: two locked instructions and ~180 instructions).
+    func readByIdPlan(_ name: String, forRead txn: OpaquePointer, memo: ThreadPlanMemo) throws -> ReadByIdPlan {
         let snapshot = mdb_txn_id(txn)
-        let serial = self.serial
-        if let plan = ThreadPlanMemo.withCurrent({ memo -> ReadByIdPlan? in
-            guard memo.environment == serial, memo.snapshot == snapshot, let plan = memo.plan, plan.name == name else { return nil }
-            return plan
-        }) {
-            return plan
-        }
         let plan: ReadByIdPlan
         let cached = state.withLock { s -> ReadByIdPlan? in
             guard s.catalogSnapshot == snapshot, let generation = s.catalog?.generation else { return nil }
@@ -464,11 +457,7 @@ final class Environment: @unchecked Sendable {
             plan = try readByIdPlan(name, in: try catalog(forRead: txn))
         }
         // Either way the plan was made for the catalog current in this snapshot.
-        ThreadPlanMemo.withCurrent { memo in
-            memo.environment = serial
-            memo.snapshot = snapshot
-            memo.plan = plan
-        }
+        memo.remember(plan, environment: serial, snapshot: snapshot)
         return plan
     }
 
@@ -746,12 +735,45 @@ final class Environment: @unchecked Sendable {
         try readTransaction(tracker: tracker, resolving: { try catalog(forRead: $0) }, body)
     }
 
-    /// ``readTransaction(tracker:_:)`` for a read by id: `body` gets the read-by-id plan of table `name`
-    /// in the snapshot (``readByIdPlan(_:forRead:)``) instead of the catalog.
-    func readByIdTransaction<R>(
-        tracker: LMDBChangeTracker? = nil, table name: String, _ body: (OpaquePointer, ReadByIdPlan) throws -> R
-    ) throws -> R {
-        try readTransaction(tracker: tracker, resolving: { try readByIdPlan(name, forRead: $0) }, body)
+    /// The item stored under `id` in table `name` (as the caller spelled it), read in a snapshot of its
+    /// own: ``LMDBStore/read(table:id:)`` in one call, with no closure between the layers. The plan comes
+    /// from the thread's memo (``ThreadPlanMemo``) when it was found right for this very snapshot (no
+    /// lock, no retain: the memo keeps the plan, and only this thread changes its memo), else from
+    /// ``readByIdPlan(_:forRead:memo:)``; the values go into the thread's spare buffer
+    /// (``ReadByIdPlan/read(_:id:spare:)``). Only for an id whose key is a stored key
+    /// (``ReadByIdPlan/needsContext(_:)`` false); `tracker` learns the snapshot's transaction id when
+    /// somebody observes.
+    /// The caller has checked that the store is open and that this is not its writer thread
+    /// (``LMDBStore/checkOpen()``).
+    func readItem(table name: String, id: Value, tracker: LMDBChangeTracker?) throws -> Item? {
+        gate.lockShared()
+        defer { gate.unlockShared() }
+        let serial = self.serial
+        while true {
+            let txn = try beginRead()
+            if let center = tracker?.center, center.isObserved { tracker?.sawCommitted(mdb_txn_id(txn)) }
+            let item: Item?
+            do {
+                item = try ThreadPlanMemo.withCurrent { memo -> Item? in
+                    let snapshot = mdb_txn_id(txn)
+                    if let found = try memo.withPlan(environment: serial, snapshot: snapshot, name: name, { plan in
+                        try plan.read(txn, id: id, spare: &memo.spare)
+                    }) {
+                        return found
+                    }
+                    return try readByIdPlan(name, forRead: txn, memo: memo).read(txn, id: id, spare: &memo.spare)
+                }
+            } catch let missing as MissingHandlesSignal {
+                endRead(txn)
+                try openHandles(missing.names)
+                continue
+            } catch {
+                endRead(txn)
+                throw error
+            }
+            endRead(txn)
+            return item
+        }
     }
 
     /// Begins a read transaction, resolves what `body` needs from its snapshot (opening the handles of
@@ -854,19 +876,46 @@ final class Environment: @unchecked Sendable {
     }
 }
 
-/// The read-by-id plan a thread used last (``Environment/readByIdPlan(_:forRead:)``): its environment's
+/// The read-by-id plan a thread used last (``Environment/readItem(table:id:tracker:longId:)``): its environment's
 /// ``Environment/serial``, the snapshot it was found right for, and the plan, which the memo keeps alive;
 /// and the value buffer of the last item it read by id.
 /// One per thread, reached through a POSIX thread-specific key without a lock, released when the thread
 /// exits; only its own thread reads or writes it.
 final class ThreadPlanMemo {
-    var environment: UInt64 = 0
-    var snapshot = -1
-    var plan: ReadByIdPlan?
+    private(set) var environment: UInt64 = 0
+    private(set) var snapshot = -1
+    /// The plan, retained by the memo (released when replaced or when the thread exits); held unmanaged
+    /// so that lending it to a read takes no retain and release.
+    private var planReference: Unmanaged<ReadByIdPlan>?
     /// The value buffer of the item this thread read by id last (of a record of at most
     /// ``ItemBuilder/spareRecordLimit`` bytes): refilled by the next read when that item was dropped
     /// (``ItemBuilder/item(_:reusing:)``), so a read allocates and frees no buffer.
     @exclusivity(unchecked) var spare: ValueRows?
+
+    deinit { planReference?.release() }
+
+    /// The plan remembered last, if any.
+    var plan: ReadByIdPlan? { planReference?.takeUnretainedValue() }
+
+    /// Remembers `plan` as found right for `snapshot` of the environment numbered `environment`.
+    func remember(_ plan: ReadByIdPlan, environment: UInt64, snapshot: Int) {
+        let old = planReference
+        planReference = Unmanaged.passRetained(plan)
+        old?.release()
+        self.environment = environment
+        self.snapshot = snapshot
+    }
+
+    /// Runs `body` with the remembered plan when it was found right for `snapshot` of the environment
+    /// numbered `environment` and for the table spelling `name`; `nil` (without running `body`)
+    /// otherwise. `body` must not make the memo remember another plan (it would release the one lent).
+    func withPlan<R>(environment: UInt64, snapshot: Int, name: String, _ body: (ReadByIdPlan) throws -> R) rethrows -> R? {
+        guard self.environment == environment, self.snapshot == snapshot, let reference = planReference else { return nil }
+        return try reference._withUnsafeGuaranteedRef { plan in
+            guard plan.name == name else { return nil }
+            return try body(plan)
+        }
+    }
 
     private static let key: pthread_key_t? = {
         var key = pthread_key_t()

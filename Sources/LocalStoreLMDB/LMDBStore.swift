@@ -210,17 +210,13 @@ public final class LMDBStore: LocalStore {
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func read(table: String, id: Value) throws -> Item? {
         try checkOpen()
+        if ReadByIdPlan.needsContext(id) {
+            // A long id: the few keys sharing its stored prefix are compared (``TxnContext/findRow``).
+            return try environment.read(tracker: changeTracker) { try $0.read(table: table, id: id) }
+        }
         // The table's definition, handle and item builder come from the plan cached for the snapshot's
         // catalog generation (no folding, hashing or handle lookup per read).
-        return try environment.readByIdTransaction(tracker: changeTracker, table: table) { txn, plan in
-            if let item = try plan.read(txn, id: id) { return item }
-            guard plan.needsContext(id) else { return nil }
-            // A long id: the few keys sharing its stored prefix are compared (``TxnContext/findRow``).
-            let catalog = try environment.catalog(forRead: txn)
-            let context = TxnContext(environment: environment, txn: txn, catalog: catalog, isWrite: false)
-            defer { context.end(reusing: { _ in }) }
-            return try context.read(table: table, id: id)
-        }
+        return try environment.readItem(table: table, id: id, tracker: changeTracker)
     }
 
     /// The rows `query` selects, in one consistent snapshot; see ``explain(_:)`` for the plan.

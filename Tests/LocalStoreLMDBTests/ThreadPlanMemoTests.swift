@@ -83,6 +83,41 @@ struct ThreadPlanMemoTests {
             #expect(wrong.withLock { $0 } == 0)
         }
     }
+
+    /// The memo lends its plan only for the environment, snapshot and spelling it was found right for,
+    /// keeps exactly the plan it remembered last alive (it holds it unmanaged: the retain and release are
+    /// its own), and lets it go when it remembers another or is itself freed.
+    @Test func theMemoOwnsTheOnePlanItRemembers() throws {
+        func plan(_ name: String) -> ReadByIdPlan {
+            let schema = TableSchema(name, ["text": .string])
+            return ReadByIdPlan(
+                generation: 1, name: name,
+                table: TableDefinition(schema: schema, database: TableDefinition.databaseName(table: name), indexes: []), dbi: 0)
+        }
+        weak var first: ReadByIdPlan?
+        weak var second: ReadByIdPlan?
+        var memo: ThreadPlanMemo? = ThreadPlanMemo()
+        do {
+            let a = plan("A")
+            first = a
+            memo?.remember(a, environment: 7, snapshot: 3)
+        }
+        #expect(first != nil)
+        #expect(memo?.withPlan(environment: 7, snapshot: 3, name: "A") { $0 === first } == true)
+        #expect(memo?.withPlan(environment: 7, snapshot: 4, name: "A") { _ in true } == nil)
+        #expect(memo?.withPlan(environment: 8, snapshot: 3, name: "A") { _ in true } == nil)
+        #expect(memo?.withPlan(environment: 7, snapshot: 3, name: "a") { _ in true } == nil)
+        do {
+            let b = plan("B")
+            second = b
+            memo?.remember(b, environment: 7, snapshot: 4)
+        }
+        #expect(first == nil)
+        #expect(memo?.plan === second)
+        #expect(memo?.withPlan(environment: 7, snapshot: 4, name: "B") { $0 === second } == true)
+        memo = nil
+        #expect(second == nil)
+    }
 }
 
 /// A read by id puts its item's values in the thread's spare buffer when the item read last was dropped

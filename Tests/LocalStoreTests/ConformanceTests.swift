@@ -42,6 +42,7 @@ struct ConformanceTests {
         "batchIsAllOrNothing",
         "batchSameIdTwice",
         "idsMatchCaseInsensitivelyOnRead",
+        "longIdsReadById",
         "idsUpsertUpdatesSameRowWithNewestSpelling",
         "idsDeleteCaseInsensitively",
         "idsFollowNoCaseRuleExactly",
@@ -167,6 +168,7 @@ struct ConformanceTests {
     // MARK: Ids, reads, select, counts, order
 
     @Test(arguments: Backends.all) func idsMatchCaseInsensitivelyOnRead(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func longIdsReadById(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func idsUpsertUpdatesSameRowWithNewestSpelling(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func idsDeleteCaseInsensitively(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func idsFollowNoCaseRuleExactly(_ backend: StoreFactory) throws { try runCheck(backend) }

@@ -22,6 +22,30 @@ extension ConformanceSuite {
         }
     }
 
+    /// Long string ids (keys longer than an engine's key limit: LMDB stores a prefix and compares the
+    /// rest) are read by id exactly: ids sharing a 600-character prefix each read their own row, in any
+    /// letter case, a long id that only shares the prefix reads nothing, and reads of long and short
+    /// ids in turn each get their own row.
+    public static func longIdsReadById(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(todoSchema)
+            let shared = String(repeating: "Long", count: 150)
+            let ids = [shared + "-a", shared + "-b", shared + String(repeating: "z", count: 400), "short"]
+            try store.upsert(ids.enumerated().map { n, id in ["id": .string(id), "priority": .int(Int64(n))] }, into: "TodoItem")
+            for round in 0..<2 {
+                for (n, id) in ids.enumerated() {
+                    let spelling = round == 0 ? id : id.uppercased()
+                    let item = try unwrap(try store.read(table: "TodoItem", id: .string(spelling)), "read of id #\(n) (round \(round))")
+                    try expectEqual(item["id"], .string(id), "id #\(n) reads its own row (round \(round))")
+                    try expectEqual(item["priority"], .int(Int64(n)), "id #\(n) reads its own values (round \(round))")
+                }
+            }
+            try expectNil(try store.read(table: "TodoItem", id: .string(shared + "-c")), "a long id sharing only the prefix")
+            try expectNil(try store.read(table: "TodoItem", id: .string(shared)), "the shared prefix alone")
+            try expectNil(try store.read(table: "TodoItem", id: .string(shared + "-a ")), "a long id with a trailing space")
+        }
+    }
+
     /// An upsert under another spelling of an id updates the same row and stores the newest spelling.
     public static func idsUpsertUpdatesSameRowWithNewestSpelling(_ factory: StoreFactory) throws {
         try withStore(factory) { store in
