@@ -22,7 +22,9 @@ final class SystemStatements {
     /// The catalog generation the three tables were last checked in (see ``SQLEngine/tableInfo(_:on:)``).
     var generation: Int
     private let sql: [String]
-    private var handles: [OpaquePointer?]
+    /// Written only by the connection's one user at a time (a set belongs to one connection), so no
+    /// dynamic exclusivity check per statement use.
+    @exclusivity(unchecked) private var handles: [OpaquePointer?]
 
     /// The set for these tables, or `nil` when a table's columns are not exactly the system schema's (a
     /// damaged or foreign definition: the generic calls then serve it).
@@ -202,7 +204,7 @@ extension Session {
             return item["value"] ?? .null
         }
         return try system.with(.configRow, on: connection) { s in
-            try s.bind(.string(id), at: 1)
+            try s.bind(text: id, at: 1)
             guard try s.step() else { return nil }
             return try s.value(0, as: .string)
         }
@@ -217,9 +219,9 @@ extension Session {
             return try read(Query(engine.systemTableNames.config, where: p)).items.compactMap(\.id)
         }
         return try system.with(.deltaTokenRowIds, on: connection) { s in
-            try s.bind(.string(table), at: 1)
+            try s.bind(text: table, at: 1)
             try s.bind(.int(TableConfigEntry.deltaTokenKeyType), at: 2)
-            try s.bind(.string(queryId), at: 3)
+            try s.bind(text: queryId, at: 3)
             var ids: [Value] = []
             while try s.step() { ids.append(try s.value(0, as: .string)) }
             return ids
@@ -249,9 +251,9 @@ extension Session {
         }
         let inserted = try system.with(.insertOperation, on: connection) { s in
             try s.bind(.int(op.id), at: 1)
-            try s.bind(.string(op.table), at: 2)
+            try s.bind(text: op.table, at: 2)
             try s.bind(.int(Int64(op.tableKind)), at: 3)
-            try s.bind(.string(op.itemId), at: 4)
+            try s.bind(text: op.itemId, at: 4)
             try s.bind(.binary(op.properties), at: 5)
             try s.run()
             return connection.api.changes(connection.db) > 0
@@ -270,9 +272,9 @@ extension Session {
         }
         guard advanced else { return nil }
         return try system.with(.insertOperationAtMark, on: connection) { s in
-            try s.bind(.string(op.table), at: 1)
+            try s.bind(text: op.table, at: 1)
             try s.bind(.int(Int64(op.tableKind)), at: 2)
-            try s.bind(.string(op.itemId), at: 3)
+            try s.bind(text: op.itemId, at: 3)
             try s.bind(.binary(op.properties), at: 4)
             try s.run()
             return connection.api.last_insert_rowid(connection.db)
@@ -301,10 +303,10 @@ extension Session {
         let bytes = entry.id.utf8.count + entry.table.utf8.count + entry.key.utf8.count + entry.value.utf8.count + 5 * 18
         guard let system = try systemStatements(), fitsEveryLimit(bytes) else { return nil }
         return try system.with(kind, on: connection) { s in
-            try s.bind(.string(entry.value), at: 1)
-            try s.bind(.string(entry.id), at: 2)
-            try s.bind(.string(entry.table), at: 3)
-            try s.bind(.string(entry.key), at: 4)
+            try s.bind(text: entry.value, at: 1)
+            try s.bind(text: entry.id, at: 2)
+            try s.bind(text: entry.table, at: 3)
+            try s.bind(text: entry.key, at: 4)
             try s.bind(.int(entry.keyType), at: 5)
             try s.run()
             return connection.api.changes(connection.db) > 0

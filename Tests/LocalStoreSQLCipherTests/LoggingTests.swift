@@ -63,8 +63,12 @@ struct LoggingTests {
             path: dir.path("s.sqlite"), options: SQLiteStore.Options(logsBoundValues: true), logger: logs.logger())
         try store.defineTable(TableSchema("T", ["text": .string]))
         try store.upsert([["id": "a", "text": "VISIBLE-VALUE"]], into: "T")
+        // The system tables' prepared statements bind their strings through `bind(text:at:)`: logged too.
+        try store.setDeltaToken(Date(timeIntervalSince1970: 1), table: "T", queryId: "VISIBLE-QUERY")
+        try store.setDeltaToken(Date(timeIntervalSince1970: 2), table: "T", queryId: "VISIBLE-QUERY")
         try store.close()
         #expect(logs.all.contains { $0.metadata["values"]?.contains("VISIBLE-VALUE") == true })
+        #expect(logs.all.contains { $0.metadata["sql"]?.contains("UPDATE") == true && $0.metadata["values"]?.contains("VISIBLE-QUERY") == true })
     }
 
     @Test func quietAboveTraceAndNothingAtInfo() throws {
