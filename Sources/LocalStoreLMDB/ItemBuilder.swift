@@ -81,30 +81,37 @@ struct ItemBuilder: Sendable {
             try RecordCodec.check(record, schema: schema, idIndex: idIndex)
             return item(ValueRows.make(capacity: 0), start: 0)
         }
-        return item(try ValueRows.make(count: width) { try fill(record, $0) }, start: 0)
+        return item(try ValueRows.make(count: width) { _ = try fill(record, $0) }, start: 0)
     }
 
     /// ``item(_:)`` with its values in `spare` when the caller's is free — referenced by nothing else (the
     /// item built from it last was dropped) and holding a row as wide as this builder's
     /// (``ValueRows/refill(count:_:)``) — instead of a new buffer; otherwise in a new one, which becomes
     /// `spare`. A record longer than ``ItemBuilder/spareRecordLimit`` is built in a buffer of its own and
-    /// `spare` let go, so a thread's spare never keeps large values alive.
+    /// `spare` let go, so a thread's spare never keeps large values alive; so is a record the one-pass
+    /// decoder does not take (a json value, …): a json value is a tree of boxes, and Swift's enum
+    /// pointers carry their case in bits LeakSanitizer does not mask, so a json value a thread's spare
+    /// kept alive at exit was reported as leaked.
     func item(_ record: UnsafeRawBufferPointer, reusing spare: inout ValueRows?) throws -> Item {
         let width = names.count
         guard let layout, width > 0, record.count <= ItemBuilder.spareRecordLimit else {
             spare = nil
             return try item(record)
         }
+        var plain = true
         if isKnownUniquelyReferenced(&spare), let rows = spare {
             do {
-                if try rows.refill(count: width, { try fill(record, $0) }) { return Item(layout: layout, values: rows, start: 0) }
+                if try rows.refill(count: width, { plain = try fill(record, $0) }) {
+                    if !plain { spare = nil }
+                    return Item(layout: layout, values: rows, start: 0)
+                }
             } catch {
                 spare = nil
                 throw error
             }
         }
-        let rows = try ValueRows.make(count: width) { try fill(record, $0) }
-        spare = rows
+        let rows = try ValueRows.make(count: width) { plain = try fill(record, $0) }
+        spare = plain ? rows : nil
         return Item(layout: layout, values: rows, start: 0)
     }
 
@@ -126,7 +133,7 @@ struct ItemBuilder: Sendable {
             var initialized = 0
             do {
                 for k in 0..<count {
-                    try fill(record(k), p + initialized)
+                    _ = try fill(record(k), p + initialized)
                     initialized += width
                 }
             } catch {
@@ -161,9 +168,10 @@ struct ItemBuilder: Sendable {
     }
 
     /// Initializes `out[0..<names.count]` with the returned columns' values of `record`, in item
-    /// order; `corrupt` when the record does not decode (then `out` is left uninitialized).
-    private func fill(_ record: UnsafeRawBufferPointer, _ out: UnsafeMutablePointer<Value>) throws {
-        if fillPlain(record, out) { return }
+    /// order; `corrupt` when the record does not decode (then `out` is left uninitialized). Returns
+    /// whether the one-pass decoder took the record (``fillPlain(_:_:)``); `false` when the checked one did.
+    private func fill(_ record: UnsafeRawBufferPointer, _ out: UnsafeMutablePointer<Value>) throws -> Bool {
+        if fillPlain(record, out) { return true }
         // Not a plain record: the checked decoder answers (the same values, or `corrupt`).
         var row = [Value](repeating: .null, count: names.count)
         let slots = self.slots
@@ -172,6 +180,7 @@ struct ItemBuilder: Sendable {
             if slot >= 0 { row[slot] = v }
         }
         for (k, v) in row.enumerated() { (out + k).initialize(to: v) }
+        return false
     }
 
     /// One pass over a plain record: the version byte, the row number and the column count (version

@@ -171,6 +171,27 @@ struct SpareValueBufferTests {
         #expect(ThreadPlanMemo.withCurrent { memo in memo.spare == nil })
     }
 
+    /// A record the one-pass decoder does not take (a json value) is not kept either, whether it was
+    /// read into the free spare or into a new buffer: its values are not the thread's to keep.
+    @Test func aJsonRecordIsNotKept() throws {
+        let dir = try TempDirectory()
+        let store = try LMDBStore(path: dir.storePath)
+        defer { try? store.close() }
+        try store.defineTable(TableSchema("J", ["text": .string, "doc": .json]))
+        let doc: JSON = .object(["list": .array([.int(1), .double(2.5)]), "flag": .bool(true)])
+        try store.upsert([["id": "p", "text": "plain"], ["id": "j", "text": "tree", "doc": .json(doc)]], into: "J")
+        func spare() -> ObjectIdentifier? { ThreadPlanMemo.withCurrent { memo in memo.spare.map { ObjectIdentifier($0) } } }
+        let plain = try Self.buffer(store.read(table: "J", id: "p"))
+        #expect(plain != nil && spare() == plain)
+        // Into the free spare (refilled), then into a new buffer: neither is kept.
+        #expect(try store.read(table: "J", id: "j")?["doc"] == .json(doc))
+        #expect(spare() == nil)
+        #expect(try store.read(table: "J", id: "j")?["doc"] == .json(doc))
+        #expect(spare() == nil)
+        #expect(try store.read(table: "J", id: "p")?["text"] == "plain")
+        #expect(spare() != nil)
+    }
+
     /// Items read on one thread and read, kept or dropped on others while the first thread reads on.
     @Test func itemsHandedToOtherThreads() throws {
         let dir = try TempDirectory()
