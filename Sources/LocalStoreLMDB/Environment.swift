@@ -439,8 +439,8 @@ final class Environment: @unchecked Sendable {
     /// the cached catalog was found current in this snapshot already (the usual case: no commit since),
     /// the plan is found under one lock and no catalog is copied. The plan is remembered in `memo`.
     ///
-    /// ``readItem(table:id:tracker:longId:)`` asks the memo first, without a lock: the plan the thread used
-    /// last, if that was for this environment, this table spelling and this very snapshot. A snapshot is
+    /// ``readItem(table:id:tracker:)`` asks the memo first, without a lock: the plan the thread used last,
+    /// if that was for this environment, this table spelling and this very snapshot. A snapshot is
     /// immutable — the same transaction id is the same committed state, catalog included — so a plan
     /// found right for it stays right, and a run of reads with no commit between them takes no lock at
     /// all (the lock was a mutex round trip per read: two locked instructions and ~180 instructions).
@@ -879,9 +879,9 @@ final class Environment: @unchecked Sendable {
     }
 }
 
-/// The read-by-id plan a thread used last (``Environment/readItem(table:id:tracker:longId:)``): its environment's
-/// ``Environment/serial``, the snapshot it was found right for, and the plan, which the memo keeps alive;
-/// and the value buffer of the last item it read by id.
+/// The read-by-id plan a thread used last (``Environment/readItem(table:id:tracker:)``): its
+/// environment's ``Environment/serial``, the snapshot it was found right for, and the plan, which the
+/// memo keeps alive; and the value buffer of the last item it read by id.
 /// One per thread, reached through a POSIX thread-specific key without a lock, released when the thread
 /// exits; only its own thread reads or writes it.
 final class ThreadPlanMemo {

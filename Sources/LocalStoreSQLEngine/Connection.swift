@@ -418,9 +418,9 @@ struct PrepareFailure: Error {
 ///
 /// A statement exists only inside the body of the connection call that lent it (`withStatement`,
 /// `withPrepared`, `withUncachedStatement`, `withOneTimeStatement`: non-escaping closures, during which
-/// the connection is alive),
-/// so it refers to its connection `unowned(unsafe)`: a checked `unowned` reference took a strong retain
-/// and a release — two locked instructions — on every bind and every use of the API table.
+/// the connection is alive), so it refers to its connection `unowned(unsafe)`: a checked `unowned`
+/// reference took a strong retain and a release — two locked instructions — on every bind and every use
+/// of the API table.
 struct Statement {
     let handle: OpaquePointer
     unowned(unsafe) let connection: Connection
@@ -474,8 +474,12 @@ struct Statement {
         let rc = try text.utf8.withContiguousStorageIfAvailable { buf -> Int32 in
             guard buf.count <= Int(Int32.max) else { throw SQLiteError.tooBig(buf.count) }
             // A NULL pointer would bind SQL NULL: an empty string is bound from a literal.
-            guard let base = buf.baseAddress, !buf.isEmpty else { return "".withCString { api.bind_text(handle, n, $0, 0, SQLite.TRANSIENT) } }
-            return base.withMemoryRebound(to: CChar.self, capacity: buf.count) { api.bind_text(handle, n, $0, Int32(buf.count), SQLite.TRANSIENT) }
+            guard let base = buf.baseAddress, !buf.isEmpty else {
+                return "".withCString { api.bind_text(handle, n, $0, 0, SQLite.TRANSIENT) }
+            }
+            return base.withMemoryRebound(to: CChar.self, capacity: buf.count) {
+                api.bind_text(handle, n, $0, Int32(buf.count), SQLite.TRANSIENT)
+            }
         } ?? bindText(text, at: n)
         if rc != SQLite.OK { throw connection.error(rc, "cannot bind parameter \(n)") }
     }
