@@ -897,9 +897,6 @@ final class ThreadPlanMemo {
 
     deinit { planReference?.release() }
 
-    /// The plan remembered last, if any.
-    var plan: ReadByIdPlan? { planReference?.takeUnretainedValue() }
-
     /// Remembers `plan` as found right for `snapshot` of the environment numbered `environment`.
     func remember(_ plan: ReadByIdPlan, environment: UInt64, snapshot: Int) {
         let old = planReference
