@@ -885,8 +885,8 @@ final class Environment: @unchecked Sendable {
 /// One per thread, reached through a POSIX thread-specific key without a lock, released when the thread
 /// exits; only its own thread reads or writes it.
 final class ThreadPlanMemo {
-    private(set) var environment: UInt64 = 0
-    private(set) var snapshot = -1
+    private var environment: UInt64 = 0
+    private var snapshot = -1
     /// The plan, retained by the memo (released when replaced or when the thread exits); held unmanaged
     /// so that lending it to a read takes no retain and release.
     private var planReference: Unmanaged<ReadByIdPlan>?

@@ -467,33 +467,29 @@ struct Statement {
         if rc != SQLite.OK { throw connection.error(rc, "cannot bind parameter \(n)") }
     }
 
-    /// Binds the string `text` at `n` (as ``bind(_:at:)`` binds `.string(text)`): a native string's bytes
-    /// are bound where they are, without making a `Value` or a mutable copy of the string first.
+    /// Binds the string `text` at `n` (as ``bind(_:at:)`` binds `.string(text)`), without making a `Value`.
     func bind(text: String, at n: Int32) throws {
         if connection.logsBoundValues { connection.boundValues.append(.string(text)) }
-        let rc = try text.utf8.withContiguousStorageIfAvailable { buf -> Int32 in
-            guard buf.count <= Int(Int32.max) else { throw SQLiteError.tooBig(buf.count) }
-            // A NULL pointer would bind SQL NULL: an empty string is bound from a literal.
-            guard let base = buf.baseAddress, !buf.isEmpty else {
-                return "".withCString { api.bind_text(handle, n, $0, 0, SQLite.TRANSIENT) }
-            }
-            return base.withMemoryRebound(to: CChar.self, capacity: buf.count) {
-                api.bind_text(handle, n, $0, Int32(buf.count), SQLite.TRANSIENT)
-            }
-        } ?? bindText(text, at: n)
+        let rc = try bindText(text, at: n)
         if rc != SQLite.OK { throw connection.error(rc, "cannot bind parameter \(n)") }
     }
 
+    /// Binds the UTF-8 bytes of `s` (copied by SQLite): a native string's bytes where they are, any other
+    /// string's through a contiguous copy.
     private func bindText(_ s: String, at n: Int32) throws -> Int32 {
+        if let rc = try s.utf8.withContiguousStorageIfAvailable({ try bindUTF8($0, at: n) }) { return rc }
         var s = s
-        return try s.withUTF8 { buf -> Int32 in
-            guard buf.count <= Int(Int32.max) else { throw SQLiteError.tooBig(buf.count) }
-            if buf.isEmpty {
-                return "".withCString { api.bind_text(handle, n, $0, 0, SQLite.TRANSIENT) }
-            }
-            return buf.withMemoryRebound(to: CChar.self) { chars in
-                api.bind_text(handle, n, chars.baseAddress, Int32(chars.count), SQLite.TRANSIENT)
-            }
+        return try s.withUTF8 { try bindUTF8($0, at: n) }
+    }
+
+    private func bindUTF8(_ buf: UnsafeBufferPointer<UInt8>, at n: Int32) throws -> Int32 {
+        guard buf.count <= Int(Int32.max) else { throw SQLiteError.tooBig(buf.count) }
+        // A NULL pointer would bind SQL NULL: an empty string is bound from a literal.
+        guard let base = buf.baseAddress, !buf.isEmpty else {
+            return "".withCString { api.bind_text(handle, n, $0, 0, SQLite.TRANSIENT) }
+        }
+        return base.withMemoryRebound(to: CChar.self, capacity: buf.count) {
+            api.bind_text(handle, n, $0, Int32(buf.count), SQLite.TRANSIENT)
         }
     }
 
