@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "localstore", targets: ["localstore"]),
         .executable(name: "todo-sync", targets: ["todo-sync"]),
         .library(name: "LocalStoreOpener", targets: ["LocalStoreOpener"]),
+        .library(name: "LocalStoreSync", targets: ["LocalStoreSync"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
@@ -28,6 +29,12 @@ let package = Package(
             ]
         ),
         .target(name: "LocalStoreConformance", dependencies: ["LocalStore"]),
+        // The sync engine (docs/sync.md): push, pull, purge and conflicts over any LocalStore.
+        .target(name: "LocalStoreSync", dependencies: ["LocalStore"]),
+        .testTarget(
+            name: "LocalStoreSyncTests",
+            dependencies: ["LocalStore", "LocalStoreSync", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB"]
+        ),
         .systemLibrary(
             name: "CSQLite",
             pkgConfig: "sqlite3",

@@ -343,8 +343,8 @@ extension LocalStore {
 
     /// Purges the rows of `table` matching `predicate` (refused while operations are pending).
     @discardableResult
-    public func purge(_ table: String, where predicate: QueryPredicate? = nil) async throws -> Int {
-        try await BlockingWork.run { try self.purge(table, where: predicate) }
+    public func purge(_ table: String, where predicate: QueryPredicate? = nil, queryId: String? = nil) async throws -> Int {
+        try await BlockingWork.run { try self.purge(table, where: predicate, queryId: queryId) }
     }
 
     /// Purges `table` and its pending operations, errors and delta tokens.

@@ -328,29 +328,45 @@ extension LocalStoreAccess {
         }
     }
 
-    /// Removes `op` with its errors if it still has the version that was pushed; otherwise keeps it
-    /// (no longer in flight) and returns it as it is now. One transaction.
+    /// Records that the server accepted the push of `op`, in one transaction.
     ///
-    /// With `serverItem` (the server's answer to an insert or update) the item's row is updated with
-    /// it, unknown columns ignored, but only when no other operation is queued for the item (a newer
-    /// local change wins), as the iOS SDK does.
+    /// When the operation still has the version that was pushed it is removed with its errors
+    /// (``CompletionOutcome/removed``); otherwise it changed while it was pushed and stays queued, no
+    /// longer in flight (``CompletionOutcome/changed(_:)``) — and when it was an insert the server now
+    /// has the item, so it becomes an update.
+    ///
+    /// `serverItem` (the server's answer to an insert or update) reaches the item's row so that the
+    /// next push of the item carries the server's `version`:
+    /// - when no other change to the item is queued, the whole item is stored (unknown columns ignored);
+    /// - when one is (an edit made during the push, or the operation changed), only the server's system
+    ///   columns (`version`, `updatedAt`, `createdAt`, `deleted`) are merged into the row and into the
+    ///   item stored by a queued delete, and the newer edit keeps its own columns.
     @discardableResult
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func complete(_ op: QueuedOperation, serverItem: Item? = nil) throws -> CompletionOutcome {
         try write { tx in
             guard var current = try tx.queuedOperation(id: op.id) else { return .missing }
-            guard current.version == op.version, current.kind == op.kind else {
-                if current.isInFlight {
-                    current.isInFlight = false
-                    try tx.rewrite(current)
+            let unchanged = current.version == op.version && current.kind == op.kind
+            if unchanged { try tx.removeOperation(id: current.id) }
+            if let serverItem, op.kind != .delete, let schema = try tx.schema(of: current.table) {
+                let queued = try tx.queuedOperations(table: current.table, itemId: current.itemId)
+                if queued.isEmpty {
+                    try tx.upsert([serverItem], into: current.table, options: .ignoringUnknownColumns)
+                } else {
+                    try tx.absorbSystemColumns(of: serverItem, schema: schema, itemId: current.itemId, operations: queued)
+                    if !unchanged { current = try tx.queuedOperation(id: current.id) ?? current }
                 }
-                return .changed(current)
             }
-            try tx.removeOperation(id: current.id)
-            if let serverItem, current.kind != .delete, try tx.pendingOperations(table: current.table, itemId: current.itemId).isEmpty {
-                try tx.upsert([serverItem], into: current.table, options: .ignoringUnknownColumns)
+            if unchanged { return .removed }
+            var rewrite = current.isInFlight
+            current.isInFlight = false
+            if op.kind == .insert && current.kind == .insert {
+                current.kind = .update
+                current.version += 1
+                rewrite = true
             }
-            return .removed
+            if rewrite { try tx.rewrite(current) }
+            return .changed(current)
         }
     }
 
@@ -389,6 +405,41 @@ extension LocalStoreAccess {
     }
 
     // MARK: Helpers
+
+    /// Merges the server's system columns of `serverItem` (those of ``SystemProperty`` that `schema`
+    /// has) into the row of `itemId` when it exists, and into the item stored by each delete among
+    /// `operations` (rewritten in place): a queued local change keeps its own columns and is pushed
+    /// next with the server's `version`.
+    func absorbSystemColumns(of serverItem: Item, schema: TableSchema, itemId: String, operations: [QueuedOperation]) throws {
+        var system = Item()
+        for property in SystemProperty.allCases {
+            guard let column = schema.column(named: property.columnName), let value = serverItem.value(forColumn: property.columnName) else {
+                continue
+            }
+            system.values[column.name] = value
+        }
+        guard !system.values.isEmpty else { return }
+        let coerced = Self.coerced(system, schema: schema)
+        if try read(table: schema.name, id: .string(itemId)) != nil {
+            var row = coerced
+            row.values["id"] = .string(itemId)
+            try upsert([row], into: schema.name, options: .ignoringUnknownColumns)
+        }
+        for var op in operations where op.kind == .delete {
+            guard case .object(var members)? = op.item else { continue }
+            for (column, value) in coerced.values {
+                for key in members.keys where ASCII.lowercased(key) == ASCII.lowercased(column) { members.removeValue(forKey: key) }
+                members[column] = ItemJSON.json(value)
+            }
+            op.item = .object(members)
+            try rewrite(op)
+        }
+    }
+
+    /// The item's operations queued after `op` (id order).
+    func laterOperations(than op: QueuedOperation) throws -> [QueuedOperation] {
+        try queuedOperations(table: op.table, itemId: op.itemId).filter { $0.id > op.id }
+    }
 
     /// Writes `op`'s row (same id).
     func rewrite(_ op: QueuedOperation) throws {

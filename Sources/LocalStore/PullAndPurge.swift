@@ -112,12 +112,14 @@ extension LocalStoreAccess {
     }
 
     /// Deletes the rows of `table` matching `predicate` (all rows when `nil`) and returns how many —
-    /// refused with `constraint` while the table has queued operations (the SDKs' purge). Delta
-    /// tokens are not touched. One transaction.
+    /// refused with `constraint` while the table has queued operations (the SDKs' purge). With
+    /// `queryId`, that query's delta token is removed too (as .NET's `PurgeAsync(queryId, …)`), so the
+    /// next pull of the query fetches its items again; other tokens are not touched. One transaction.
     @discardableResult
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
-    public func purge(_ table: String, where predicate: QueryPredicate? = nil) throws -> Int {
-        try write { tx in
+    public func purge(_ table: String, where predicate: QueryPredicate? = nil, queryId: String? = nil) throws -> Int {
+        if let queryId { try DeltaTokenKey.validate(table: table, queryId: queryId) }
+        return try write { tx in
             let schema = try tx.queueTableSchema(table)
             let pending = try tx.pendingOperations(table: schema.name).count
             guard pending == 0 else {
@@ -126,6 +128,7 @@ extension LocalStoreAccess {
             }
             let n = try tx.count(schema.name, where: predicate)
             try tx.delete(matching: Query(schema.name, where: predicate))
+            if let queryId { try tx.removeDeltaToken(table: schema.name, queryId: queryId) }
             return n
         }
     }

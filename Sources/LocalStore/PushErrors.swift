@@ -157,12 +157,15 @@ extension LocalStoreAccess {
     }
 
     /// Cancels the failed operation and discards the local item (the SDKs' `cancelAndDiscardItem`):
-    /// deletes the item's row, the operation and its errors, in one transaction.
+    /// deletes the item's row, the operation and its errors, in one transaction. Operations queued for
+    /// the item after the failed one (edits made while it was pushed) are removed with it: they would
+    /// have nothing left to push.
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func cancelAndDiscard(_ error: PushError) throws {
         try write { tx in
             let op = try tx.currentOperation(error.operationId, version: error.operationVersion, action: "cancel")
             try tx.delete(ids: [.string(op.itemId)], from: op.table)
+            for later in try tx.laterOperations(than: op) { try tx.removeOperation(id: later.id) }
             try tx.removeOperation(id: op.id)
         }
     }
@@ -170,10 +173,21 @@ extension LocalStoreAccess {
     /// Cancels the failed operation and stores `item` (usually the server's) as the local item (the
     /// SDKs' `cancelAndUpdateItem`): system properties other than `version` are stripped, as the iOS
     /// SDK does, unknown columns ignored; the operation and its errors are removed; one transaction.
+    ///
+    /// When a newer change to the item is queued (an edit made while the failed operation was pushed),
+    /// only `item`'s system columns are merged into the row and into a queued delete's stored item: the
+    /// newer change keeps its columns and is pushed next with the server's `version`.
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func cancelAndUpdate(_ error: PushError, with item: Item) throws {
         try write { tx in
             let op = try tx.currentOperation(error.operationId, version: error.operationVersion, action: "cancel")
+            let later = try tx.laterOperations(than: op)
+            if !later.isEmpty {
+                let schema = try tx.queueTableSchema(op.table)
+                try tx.absorbSystemColumns(of: item, schema: schema, itemId: op.itemId, operations: later)
+                try tx.removeOperation(id: op.id)
+                return
+            }
             var stripped = item
             stripped.values = item.values.filter { key, _ in
                 let k = ASCII.lowercased(key)
@@ -198,6 +212,12 @@ extension LocalStoreAccess {
     /// transaction: for a delete the item's row is deleted and `item` stored in the operation;
     /// otherwise `item` is upserted (unknown columns ignored) and the operation stores no item. The
     /// operation's version is incremented, its errors removed, its in-flight mark cleared.
+    ///
+    /// When a newer change to the item is queued after the failed operation, the resolution must not
+    /// undo it: a change to a delete is refused (`constraint`: the newer operation would have nothing
+    /// to push), and so is an `item` whose columns other than the system columns differ from the row
+    /// (it would overwrite the newer edit). An item that only brings the server's system columns — the
+    /// row with the server's `version`, as a client-wins policy sends — is applied.
     @discardableResult
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func changeOperation(_ error: PushError, to kind: OperationKind, item: Item) throws -> QueuedOperation {
@@ -206,6 +226,9 @@ extension LocalStoreAccess {
             var item = item
             item.values = item.values.filter { ASCII.lowercased($0.key) != "id" }
             item.values["id"] = .string(op.itemId)
+            if let newer = try tx.laterOperations(than: op).first {
+                try tx.checkKeepsNewerChange(op, newer: newer, kind: kind, item: item)
+            }
             if kind == .delete {
                 try tx.delete(ids: [.string(op.itemId)], from: op.table)
                 op.item = ItemJSON.object(item)
@@ -219,6 +242,33 @@ extension LocalStoreAccess {
             try tx.delete(matching: Query(tx.systemTableNames.errors, where: Field("operationId") == .literal(.int(op.id))))
             try tx.rewrite(op)
             return op
+        }
+    }
+
+    /// Refuses a resolution of `op` that would undo `newer`, a change to the same item queued after it.
+    func checkKeepsNewerChange(_ op: QueuedOperation, newer: QueuedOperation, kind: OperationKind, item: Item) throws {
+        let at = "\(op.table)/\(op.itemId)"
+        guard kind != .delete else {
+            throw LocalStoreError(
+                .constraint,
+                "cannot change operation #\(op.id) (\(at)) to a delete: a newer \(newer.kind) (#\(newer.id)) is queued for the item and would have nothing to push",
+                table: op.table)
+        }
+        let schema = try queueTableSchema(op.table)
+        let row = try read(table: op.table, id: .string(op.itemId)) ?? Item()
+        let given = Self.coerced(item, schema: schema)
+        for (key, value) in given {
+            let k = ASCII.lowercased(key)
+            guard k != "id", !SystemProperty.allCases.contains(where: { ASCII.lowercased($0.columnName) == k }),
+                let column = schema.column(named: key)
+            else { continue }
+            let stored = row.value(forColumn: column.name) ?? .null
+            if stored != value {
+                throw LocalStoreError(
+                    .constraint,
+                    "cannot update operation #\(op.id) (\(at)) with \(column.name) = \(value): a newer \(newer.kind) (#\(newer.id)) queued for the item has \(column.name) = \(stored); resolve with the item as it is now",
+                    table: op.table, column: column.name)
+            }
         }
     }
 

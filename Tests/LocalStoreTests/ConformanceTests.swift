@@ -102,6 +102,9 @@ struct ConformanceTests {
         "queueEnqueueValidation",
         "queuePushHelpers",
         "pushErrorsAndResolutions",
+        "completeKeepsServerSystemColumns",
+        "resolutionsKeepNewerEdits",
+        "purgeResetsQueryToken",
         "pulledPageRules",
         "purgeRules",
         "pullQueryStringRoundTrip",
@@ -243,6 +246,9 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func queueEnqueueValidation(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func queuePushHelpers(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pushErrorsAndResolutions(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func completeKeepsServerSystemColumns(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func resolutionsKeepNewerEdits(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func purgeResetsQueryToken(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pulledPageRules(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func purgeRules(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pullQueryStringRoundTrip(_ backend: StoreFactory) throws { try runCheck(backend) }

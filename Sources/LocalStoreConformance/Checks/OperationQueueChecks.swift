@@ -166,7 +166,7 @@ extension ConformanceSuite {
                 // The server answers for the draft.
                 if usesComplete {
                     let outcome = try store.complete(sent)
-                    try expectEqual(outcome, .changed(QueuedOperation(id: sent.id, table: "QItem", itemId: itemId, kind: .insert, version: 2)), "\(itemId): complete keeps the changed operation")
+                    try expectEqual(outcome, .changed(QueuedOperation(id: sent.id, table: "QItem", itemId: itemId, kind: .update, version: 3)), "\(itemId): complete keeps the changed operation, now an update (the server has the item)")
                     let again = try unwrap(try store.nextOperation(after: sent.id - 1), "\(itemId): the edit is still queued")
                     try expectEqual(try store.pushItem(for: again)?["text"], "final", "\(itemId): the next push sends the edit")
                     try expectEqual(try store.complete(again), .removed, "\(itemId): completing the current version removes it")
