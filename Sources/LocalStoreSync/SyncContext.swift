@@ -273,7 +273,7 @@ struct PushEngine: Sendable {
             }
             guard let next = try await store.nextOperation(after: after) else { break }
             let key = Self.key(next.table, next.itemId)
-            if let blocker = heldBehind[key], blocker != next.id {
+            if let blocker = heldBehind[key] {
                 record(&result, next, .held(behind: blocker))
                 after = next.id
                 continue
