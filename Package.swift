@@ -106,7 +106,9 @@ let package = Package(
         // Reliability harness (docs/reliability.md): crash, concurrency, hostile input, fuzzing.
         .target(
             name: "LocalStoreReliability",
-            dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB", "CSQLite", "CLMDB"]
+            dependencies: [
+                "LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB", "LocalStoreSync", "CSQLite", "CLMDB",
+            ]
         ),
         .executableTarget(name: "localstore-crash-writer", dependencies: ["LocalStore", "LocalStoreReliability", "CPowerLoss"]),
         .executableTarget(name: "localstore-fuzz", dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreReliability"]),
@@ -116,7 +118,7 @@ let package = Package(
         // test) builds it next to the bundle.
         .testTarget(
             name: "LocalStoreReliabilityTests",
-            dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreReliability"]
+            dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreReliability", "LocalStoreSync"]
         ),
         // The example sync client (Examples/TodoSync/README.md); `make test` runs it on every backend.
         .target(name: "TodoSyncKit", dependencies: ["LocalStore"], path: "Examples/TodoSync/Sources/TodoSyncKit"),

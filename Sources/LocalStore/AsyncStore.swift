@@ -264,7 +264,13 @@ extension LocalStore {
         try await BlockingWork.run { try self.beginPush(after: id) }
     }
 
-    /// The item to send for `op`.
+    /// Marks the next operation after `id` in flight, records what is sent and returns it with the
+    /// item (see the synchronous form).
+    public func beginSending(after id: Int64 = 0) async throws -> (operation: QueuedOperation, item: Item?)? {
+        try await BlockingWork.run { try self.beginSending(after: id) }
+    }
+
+    /// The item a push sends for `op` (see the synchronous form).
     public func pushItem(for op: QueuedOperation) async throws -> Item? {
         try await BlockingWork.run { try self.pushItem(for: op) }
     }

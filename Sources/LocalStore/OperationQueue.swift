@@ -184,6 +184,48 @@ public enum CollapseRule: Sendable, Hashable {
     }
 }
 
+/// What a push is about to send, recorded in the operation: ``LocalStoreAccess/beginSending(after:)`` marks the
+/// operation in flight and stores this under the `properties` key `"sent"`, so that after a crash
+/// or a lost answer the next push can ask the server whether this request landed.
+public struct SentOperationRecord: Sendable, Hashable {
+    /// The operation's kind when it was sent.
+    public var kind: OperationKind
+    /// The operation's version when it was sent.
+    public var version: Int64
+    /// The item sent (insert and update), in the SDK's JSON form.
+    public var item: JSON?
+
+    /// Reads the record from `op`'s properties; `nil` when there is none or it is damaged.
+    public init?(_ op: QueuedOperation) {
+        guard case .object(let m)? = op.extraProperties["sent"], let kindValue = m["kind"], let kind = OperationKind(kindValue),
+            case .int(let version)? = m["version"]
+        else { return nil }
+        self.kind = kind
+        self.version = version
+        item = m["item"].flatMap { $0 == .null ? nil : $0 }
+    }
+
+    init(kind: OperationKind, version: Int64, item: JSON?) {
+        self.kind = kind
+        self.version = version
+        self.item = item
+    }
+
+    var json: JSON {
+        var m: [String: JSON] = ["kind": .int(kind.rawValue), "version": .int(version)]
+        if let item { m["item"] = item }
+        return .object(m)
+    }
+
+    /// The operation as it was when sent (for ``LocalStoreAccess/complete(_:serverItem:)``).
+    public func operation(_ op: QueuedOperation) -> QueuedOperation {
+        var sent = op
+        sent.kind = kind
+        sent.version = version
+        return sent
+    }
+}
+
 extension LocalStoreAccess {
     // MARK: Reading
 
@@ -318,6 +360,23 @@ extension LocalStoreAccess {
         }
     }
 
+    /// ``beginPush(after:)`` and ``pushItem(for:)`` in one transaction, recording what is sent in the
+    /// operation (``SentOperationRecord``, the `properties` key `"sent"`, kept until the operation leaves the
+    /// queue): a sync engine uses it to recognise, after a crash or a lost answer, that the server
+    /// already has this write. Returns the operation (in flight, with the record) and the item to send.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
+    public func beginSending(after id: Int64 = 0) throws -> (operation: QueuedOperation, item: Item?)? {
+        try write { tx in
+            guard var op = try tx.nextOperation(after: id) else { return nil }
+            let item = try tx.pushItem(for: op)
+            op.isInFlight = true
+            let record = SentOperationRecord(kind: op.kind, version: op.version, item: op.kind == .delete ? nil : item.map(ItemJSON.object))
+            op.extraProperties["sent"] = record.json
+            try tx.rewrite(op)
+            return (op, item)
+        }
+    }
+
     /// The item a push sends for `op`: the item's row for an insert or update (`nil` when the row is
     /// gone), the stored snapshot for a delete (converted with the table's schema).
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
@@ -358,8 +417,9 @@ extension LocalStoreAccess {
                 }
             }
             if unchanged { return .removed }
-            var rewrite = current.isInFlight
+            var rewrite = current.isInFlight || current.extraProperties["sent"] != nil
             current.isInFlight = false
+            current.extraProperties["sent"] = nil  // what was sent has landed
             if op.kind == .insert && current.kind == .insert {
                 current.kind = .update
                 current.version += 1

@@ -127,7 +127,8 @@ public struct PushError: Sendable, Hashable {
 
 extension LocalStoreAccess {
     /// Records that pushing `op` failed, in one transaction: writes the error row (a new upper-case
-    /// UUID id) and clears the operation's in-flight mark. The operation stays queued. When `op` is no
+    /// UUID id) and clears the operation's in-flight mark and its record of what was sent
+    /// (``SentOperationRecord``). The operation stays queued. When `op` is no
     /// longer queued, or has changed since it was pushed, this is a `constraint` error that changes nothing.
     @discardableResult
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
@@ -142,8 +143,9 @@ extension LocalStoreAccess {
                 table: op.table, itemId: op.itemId, statusCode: statusCode, code: code, domain: domain, message: message,
                 item: item.map(ItemJSON.object) ?? op.item, serverItem: serverItem.map(ItemJSON.object))
             try tx.upsert([error.record.item], into: tx.systemTableNames.errors, options: .strict)
-            if current.isInFlight {
+            if current.isInFlight || current.extraProperties["sent"] != nil {
                 current.isInFlight = false
+                current.extraProperties["sent"] = nil  // the server answered: what was sent did not land
                 try tx.rewrite(current)
             }
             return error

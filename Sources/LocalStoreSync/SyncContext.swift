@@ -263,6 +263,10 @@ struct PushEngine: Sendable {
             heldBehind[key] = min(heldBehind[key] ?? error.operationId, error.operationId)
         }
         hub.emit(.pushStarted(pending: try await store.pendingOperationCount()))
+        if let failure = try await recoverLandedWrites() {
+            result.stoppedBy = failure
+            return result
+        }
         defer { hub.emit(.pushFinished(pushed: result.pushedCount, failed: result.errors.count, held: result.heldOperationIds.count, stopped: result.stoppedBy != nil)) }
         var after: Int64 = 0
         var attempts: [Int64: Int] = [:]
@@ -278,8 +282,8 @@ struct PushEngine: Sendable {
                 after = next.id
                 continue
             }
-            guard let op = try await store.beginPush(after: next.id - 1), op.id == next.id else { continue }
-            let step = try await send(op, attempt: attempts[op.id, default: 0])
+            guard let (op, item) = try await store.beginSending(after: next.id - 1), op.id == next.id else { continue }
+            let step = try await send(op, item: item, attempt: attempts[op.id, default: 0])
             switch step {
             case .done(let outcome):
                 record(&result, op, outcome)
@@ -309,15 +313,47 @@ struct PushEngine: Sendable {
         case stop(SyncTransportError)
     }
 
-    /// Sends `op` (marked in flight) and applies the answer.
-    private func send(_ op: QueuedOperation, attempt: Int) async throws -> Step {
-        let item = try await store.pushItem(for: op)
+    /// Operations sent before but never completed (the process died, or the answer was lost) may have
+    /// reached the server: for each, the server's item is read, and when it holds exactly what was
+    /// sent the operation is completed with it (``LocalStoreAccess/complete(_:serverItem:)`` then
+    /// brings the server's version to the row and to any later operation of the item). Otherwise the
+    /// operation is pushed as usual. Returns the failure that stops the push, if any.
+    private func recoverLandedWrites() async throws -> SyncTransportError? {
+        for op in try await store.queuedOperations() {
+            guard let sent = SentOperationRecord(op), let sentJSON = sent.item, let sentItem = ItemJSON.item(sentJSON) else { continue }
+            let query = Query(op.table, where: Field("id") == .literal(.string(op.itemId)), top: 1)
+            let page: SyncPage
+            do {
+                page = try await transport.page(PullRequest(query: query, includeDeleted: true))
+            } catch let failure as SyncTransportError {
+                return failure
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                return SyncTransportError(.transient, message: "\(error)")
+            }
+            guard let server = page.items.first(where: { $0.stringId.map(ASCII.lowercased) == ASCII.lowercased(op.itemId) }),
+                server.value(forColumn: "deleted")?.boolValue != true, Self.sameUserColumns(sentItem, server)
+            else { continue }
+            _ = try await store.complete(sent.operation(op), serverItem: server)
+        }
+        return nil
+    }
+
+    /// Sends `op` (marked in flight; `item` is what its push sends) and applies the answer.
+    private func send(_ op: QueuedOperation, item: Item?, attempt: Int) async throws -> Step {
         let version = item?.value(forColumn: "version")?.stringValue
         do {
             var serverItem: Item? = nil
             switch op.kind {
             case .insert, .update:
                 guard let item else {
+                    if try await store.queuedOperations(table: op.table, itemId: op.itemId).contains(where: { $0.id > op.id }) {
+                        // Deleted locally by a later operation (queued while this one was in flight): that
+                        // delete carries the item's fate; a delete of an item the server never got is a 404, done.
+                        _ = try await store.complete(op)
+                        return .done(.superseded)
+                    }
                     let error = try await store.recordPushError(for: op, statusCode: nil, message: "the item \(op.table)/\(op.itemId) is not in the store")
                     return .failed(error)
                 }

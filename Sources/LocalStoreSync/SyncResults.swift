@@ -17,6 +17,9 @@ public struct PushResult: Sendable, Hashable {
         case failed(PushError)
         /// Not sent: an earlier operation of the same item (its id given) has an unresolved error.
         case held(behind: Int64)
+        /// Not sent and removed: an insert or update whose item a later operation deleted locally (the
+        /// delete is sent instead).
+        case superseded
     }
 
     /// One operation's outcome.

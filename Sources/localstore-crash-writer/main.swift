@@ -31,6 +31,10 @@
 //   localstore-crash-writer lookups <backend> <path> <count>
 //       Opens a CrashWorkload store and reads item-1...item-<count> by id (no scans): prints
 //       "lookups found=<n> missing=<n> corrupt=<n> other=<n>" and the first "corrupt"/"other" message.
+//   localstore-crash-writer sync <backend> <client path> <service path> <run> <seed>
+//       SyncCrashWorkload.runChild: opens the client store and the SQLite-backed table service, prints
+//       "ready", then edits the client store ("edit <seq> <kind> <id>" after each enqueue returned)
+//       while a SyncContext pushes and pulls, until killed.
 //   localstore-crash-writer powerloss-record <profile> <empty dir> <log> <first> <second>
 //       Records (CPowerLoss) every write, sync, creation and directory sync of a store created in
 //       <dir> by the power-loss workload (PowerLoss.Profile.record) into <log>; prints "recorded
@@ -109,6 +113,23 @@ case "crash":
     } catch {
         die(describe(error))
     }
+
+case "sync":
+    guard arguments.count >= 6, let run = Int(arguments[4]), let seed = UInt64(arguments[5]) else {
+        die("usage: sync <backend> <client path> <service path> <run> <seed>", code: 2)
+    }
+    let client = openOrSayWhy(backend(1), arguments[2])
+    let servicePath = arguments[3]
+    Task {
+        do {
+            try await SyncCrashWorkload.runChild(client: client, servicePath: servicePath, run: run, seed: seed, say: { say($0) })
+            say("done")
+            exit(0)
+        } catch {
+            die(describe(error))
+        }
+    }
+    dispatchMain()
 
 case "multi":
     guard arguments.count == 5, let count = Int(arguments[4]) else { die("usage: multi <backend> <path> <tag> <count>", code: 2) }
