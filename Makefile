@@ -19,7 +19,7 @@ STRESS_REPORT ?= $(CURDIR)/.build-reliability/stress-report.txt
 FUZZ_ARGS ?=
 # `make docs`: the DocC archives of the library products, one <Target>.doccarchive each, in DOCS_DIR.
 DOCS_DIR ?= $(CURDIR)/.build-docs
-DOCS_TARGETS := LocalStore LocalStoreSQLite LocalStoreSQLCipher LocalStoreLMDB LocalStoreConformance LocalStoreOpener
+DOCS_TARGETS := LocalStore LocalStoreSQLite LocalStoreSQLCipher LocalStoreLMDB LocalStoreConformance LocalStoreOpener LocalStoreSync
 
 .PHONY: deps test bench build clean stress fuzz docs sanitize
 

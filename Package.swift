@@ -144,6 +144,7 @@ let package = Package(
             name: "LocalStoreDocTests",
             dependencies: [
                 "LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB", "LocalStoreOpener",
+                "LocalStoreSync",
             ]
         ),
         // Power-loss recording (docs/reliability.md): a SQLite VFS shim and libc interposers, linked only

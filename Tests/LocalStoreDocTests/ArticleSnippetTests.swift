@@ -101,7 +101,8 @@ struct ArticleSnippetTests {
         let guides = [
             "Sources/LocalStore/LocalStore.docc/GettingStarted.md",
             "Sources/LocalStore/LocalStore.docc/ChoosingABackend.md",
-            "Sources/LocalStore/LocalStore.docc/WritingASyncClient.md",
+            "Sources/LocalStore/LocalStore.docc/TheOperationQueue.md",
+            "Sources/LocalStoreSync/LocalStoreSync.docc/WritingASyncClient.md",
             "Sources/LocalStore/LocalStore.docc/WritingYourOwnBackend.md",
             "Sources/LocalStore/LocalStore.docc/ReliabilityGuarantees.md",
             "Sources/LocalStoreSQLCipher/LocalStoreSQLCipher.docc/EncryptionAndKeyHandling.md",

@@ -3,7 +3,7 @@ import LocalStore
 import LocalStoreSQLCipher
 import Testing
 
-// The snippets of "Writing a sync client on LocalStore" (Sources/LocalStore/LocalStore.docc/WritingASyncClient.md),
+// The snippets of "The typed operation queue" (Sources/LocalStore/LocalStore.docc/TheOperationQueue.md),
 // verbatim (ArticleSnippetTests checks that), run against TodoServer on a temporary store of every backend.
 
 func push(_ store: any LocalStore, to server: TodoServer) throws {
