@@ -121,7 +121,7 @@ let package = Package(
             dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreReliability", "LocalStoreSync"]
         ),
         // The example sync client (Examples/TodoSync/README.md); `make test` runs it on every backend.
-        .target(name: "TodoSyncKit", dependencies: ["LocalStore"], path: "Examples/TodoSync/Sources/TodoSyncKit"),
+        .target(name: "TodoSyncKit", dependencies: ["LocalStore", "LocalStoreSync"], path: "Examples/TodoSync/Sources/TodoSyncKit"),
         .executableTarget(
             name: "todo-sync",
             dependencies: [
@@ -132,7 +132,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TodoSyncTests",
-            dependencies: ["TodoSyncKit", "LocalStore", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB", "todo-sync"]
+            dependencies: ["TodoSyncKit", "LocalStore", "LocalStoreSync", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB", "todo-sync"]
         ),
         // On-disk format fixtures (docs/format.md): Tests/FormatFixtures, read by today's code.
         .testTarget(

@@ -1,5 +1,6 @@
 import Foundation
 import LocalStore
+import LocalStoreSync
 
 /// The scripted session `todo-sync` runs: two devices, one server, every path of the sync.
 ///
@@ -8,9 +9,11 @@ import LocalStore
 /// 2. Offline edits: a new item and an edit of it (one insert in the queue), an item added and deleted
 ///    again (nothing queued), one pulled item marked done (an update), one deleted (a delete).
 /// 3. Meanwhile the other device renames the item this client marked done, and adds an item.
-/// 4. Push: the insert and the delete go through; the update is rejected with 412 (stale version),
-///    recorded as a push error, merged (the server's text, done on either side) and pushed again.
+/// 4. Push: the insert and the delete go through; the update is refused with 412 (stale version), merged
+///    by the client's conflict policy (the server's text, done on either side) and pushed again.
 /// 5. Pull: only what changed since the token comes back (the rename, the new item, the soft delete).
+///
+/// The service is an ``InMemoryTableService`` whose clock advances one second per change.
 ///
 /// At the end the local store holds exactly the server's live items, nothing is queued, no push
 /// error is recorded, and the delta token is the server's latest change; ``verify(_:)`` checks that.
@@ -30,9 +33,9 @@ public enum TodoSyncDemo {
         /// The server's latest change.
         public var serverLatestChange: Date?
         /// The last push.
-        public var push: TodoSyncClient.PushReport
+        public var push: PushResult
         /// The last pull.
-        public var pull: TodoSyncClient.PullReport
+        public var pull: PullResult
     }
 
     /// The texts the local store holds after a run, sorted.
@@ -44,14 +47,19 @@ public enum TodoSyncDemo {
         if try await store.schema(of: Todo.table) != nil, try await store.count(Todo.table) > 0 {
             throw LocalStoreError(.constraint, "\(Todo.table) already has items: run the demo on a new store", table: Todo.table)
         }
-        let server = try FakeTodoServer()
-        try await server.otherDeviceSaves(id: "milk", text: "Buy milk")
-        try await server.otherDeviceSaves(id: "dog", text: "Walk the dog")
-        try await server.otherDeviceSaves(id: "rent", text: "Pay the rent")
-        let client = try TodoSyncClient(store: store, server: server, pageSize: 2)
+        let ticks = Ticks()
+        let server = try InMemoryTableService(clock: { epoch.addingTimeInterval(Double(ticks.next())) })
+        try await server.defineTable(Todo.schema)
+        func otherDeviceSaves(_ id: String, _ text: String) async throws {
+            try await server.serverSave(["id": .string(id), "text": .string(text), "complete": false], in: Todo.table)
+        }
+        try await otherDeviceSaves("milk", "Buy milk")
+        try await otherDeviceSaves("dog", "Walk the dog")
+        try await otherDeviceSaves("rent", "Pay the rent")
+        let client = try TodoSyncClient(store: store, service: server, pageSize: 2)
 
         let first = try await client.pull()
-        log("pull: \(first.received) items in \(first.pages) pages, delta token \(describe(first.deltaToken))")
+        log("pull: \(first.upserted) items in \(first.pages) pages, delta token \(describe(first.deltaToken))")
 
         let report = try client.add("Write a report")
         try client.edit(report.id, text: "Write the report")  // folds into the pending insert
@@ -62,21 +70,23 @@ public enum TodoSyncDemo {
         let queued = try await store.queuedOperations()
         log("offline edits: \(queued.map { "\($0.kind) \($0.itemId == report.id ? "new item" : $0.itemId)" }.joined(separator: ", ")) queued")
 
-        try await server.otherDeviceSaves(id: "milk", text: "Buy oat milk")
-        try await server.otherDeviceSaves(id: "plumber", text: "Call the plumber")
+        try await otherDeviceSaves("milk", "Buy oat milk")
+        try await otherDeviceSaves("plumber", "Call the plumber")
         log("other device: renamed 'milk', added 'plumber'")
 
         let push = try await client.push()
-        log("push: \(push.sent) sent, \(push.rejected) rejected, \(push.resolved) resolved, \(push.rounds) rounds")
+        log("push: \(push.pushedCount) sent, \(resolvedConflicts(push)) conflict resolved, \(push.errors.count) failed")
 
         let pull = try await client.pull()
-        log("pull: \(pull.received) items in \(pull.pages) pages (\(pull.upserted) upserted, \(pull.deleted) deleted, \(pull.skipped) skipped), delta token \(describe(pull.deltaToken))")
+        log("pull: \(pull.pages) pages (\(pull.upserted) upserted, \(pull.deleted) deleted, \(pull.skipped.count) skipped), delta token \(describe(pull.deltaToken))")
 
-        let serverTodos = try await server.liveItems().map { try ItemDecoder().decode(Todo.self, from: $0) }
+        let serverItems = try await server.items(in: Todo.table)
+        let serverTodos = try serverItems.map { try ItemDecoder().decode(Todo.self, from: $0) }
+        let latest = try await server.items(in: Todo.table, includeDeleted: true).compactMap { $0["updatedAt"]?.dateValue }.max()
         return Outcome(
             todos: try client.todos(), pendingOperations: try await store.pendingOperationCount(), pushErrors: try await store.pushErrors().count,
             deltaToken: try await store.deltaToken(table: Todo.table, queryId: TodoSyncClient.queryId),
-            serverTodos: serverTodos.sorted { ($0.text, $0.id) < ($1.text, $1.id) }, serverLatestChange: await server.latestChange(),
+            serverTodos: serverTodos.sorted { ($0.text, $0.id) < ($1.text, $1.id) }, serverLatestChange: latest,
             push: push, pull: pull)
     }
 
@@ -97,14 +107,29 @@ public enum TodoSyncDemo {
         if outcome.deltaToken == nil || outcome.deltaToken != outcome.serverLatestChange {
             problems.append("delta token \(describe(outcome.deltaToken)), server's latest change \(describe(outcome.serverLatestChange))")
         }
-        if outcome.push.rejected != 1 || outcome.push.resolved != 1 {
-            problems.append("push rejected \(outcome.push.rejected) and resolved \(outcome.push.resolved) operations, expected 1 and 1")
+        if resolvedConflicts(outcome.push) != 1 || !outcome.push.isComplete {
+            problems.append("push resolved \(resolvedConflicts(outcome.push)) conflicts (expected 1), complete: \(outcome.push.isComplete)")
         }
         return problems
+    }
+
+    /// The server's clock starts here.
+    public static let epoch = Date(timeIntervalSince1970: 1_790_000_000)
+
+    /// Conflicts the push resolved.
+    static func resolvedConflicts(_ push: PushResult) -> Int {
+        push.entries.filter { if case .resolved = $0.outcome { return true } else { return false } }.count
     }
 
     static func describe(_ date: Date?) -> String {
         guard let date else { return "none" }
         return date.formatted(.iso8601)
     }
+}
+
+/// The demo service's clock: 1, 2, 3, … seconds after the epoch, one tick per change.
+final class Ticks: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func next() -> Int { lock.withLock { count += 1; return count } }
 }
