@@ -79,27 +79,32 @@ struct SyncClientArticleTests {
         #expect(try server.database.count("TodoItem") == 2)
 
         // Another client changes "a"; a local edit of "a" then conflicts (412) and is recorded.
+        // Another client also changes "b", which this client deletes: the delete conflicts too.
         try server.change(["id": "a", "text": "buy oat milk"])
+        try server.change(["id": "b", "text": "call mom today"])
         try store.enqueue(.update, ["id": "a", "text": "buy 2 milk"], into: "TodoItem")
+        try store.enqueue(.delete, ["id": "b"], into: "TodoItem")
         try push(store, to: server)
         let recorded = try store.pushErrors()
-        #expect(recorded.map(\.statusCode) == [412])
-        #expect(try store.queuedOperations().map(\.isInFlight) == [false])
+        #expect(recorded.map(\.statusCode) == [412, 412])
+        #expect(try store.queuedOperations().map(\.isInFlight) == [false, false])
 
         for error in try store.pushErrors() {
             guard error.statusCode == 409 || error.statusCode == 412, let serverJSON = error.serverItem,
-                  let serverItem = ItemJSON.item(serverJSON), var mine = try store.read(table: error.table, id: error.itemId)
-            else {
-                try store.cancelAndDiscard(error)              // not a conflict we can merge: drop the local change
-                continue
+                  let serverItem = ItemJSON.item(serverJSON) else { continue }   // not a conflict: leave it recorded
+            if error.operationKind == .delete, let sentJSON = error.item, var deleted = ItemJSON.item(sentJSON) {
+                deleted["version"] = serverItem["version"]    // client wins for a delete too: delete the server's version
+                try store.changeOperation(error, to: .delete, item: deleted)
+            } else if var mine = try store.read(table: error.table, id: error.itemId) {
+                mine["version"] = serverItem["version"]       // client wins: retry on top of the server's version
+                try store.changeOperation(error, to: error.operationKind == .insert ? .update : error.operationKind, item: mine)
             }
-            mine["version"] = serverItem["version"]           // client wins: retry on top of the server's version
-            try store.keepAndUpdate(error, with: mine)
         }
         try push(store, to: server)
         #expect(try store.pushErrors().isEmpty)
         #expect(try store.pendingOperationCount() == 0)
         #expect(try server.database.read(table: "TodoItem", id: "a")?["text"] == "buy 2 milk")
+        #expect(try server.database.read(table: "TodoItem", id: "b")?["deleted"] == true, "the client's delete won")
 
         // 120 items written elsewhere with one updatedAt, and a soft delete: the pull pages by skip.
         server.frozenClock = true
