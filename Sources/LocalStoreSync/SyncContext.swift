@@ -282,7 +282,10 @@ struct PushEngine: Sendable {
                 after = next.id
                 continue
             }
-            guard let (op, item) = try await store.beginSending(after: next.id - 1), op.id == next.id else { continue }
+            guard let (op, item) = try await store.beginSending(after: next.id - 1), op.id == next.id else {
+                try await releaseInFlight()  // the queue changed under us: read it again, nothing left marked
+                continue
+            }
             let step = try await send(op, item: item, attempt: attempts[op.id, default: 0])
             switch step {
             case .done(let outcome):
@@ -387,7 +390,14 @@ struct PushEngine: Sendable {
                 } catch {
                     return .stop(SyncTransportError(.rejected, message: "the conflict handler failed: \(error)"))
                 }
-                let sendAgain = try await store.run { store in try store.write { tx in try Self.apply(resolution, to: conflict, in: tx) } }
+                let sendAgain: Bool
+                do {
+                    sendAgain = try await store.run { store in try store.write { tx in try Self.apply(resolution, to: conflict, in: tx) } }
+                } catch let refused as LocalStoreError where refused.code == .constraint {
+                    // The resolution would undo a newer queued edit of the item (docs/semantics.md): the
+                    // conflict stays recorded for the application, like a manual one.
+                    return .failed(error)
+                }
                 if resolution == .manual { return .failed(error) }
                 return sendAgain ? .again(resolution) : .done(.resolved(resolution))
             }
