@@ -262,8 +262,11 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
             }
         }
 
-        func rollback() {
-            for step in undo.reversed() {
+        func rollback() { rollback(to: 0) }
+
+        /// Undoes the row changes logged after the first `mark` steps.
+        func rollback(to mark: Int) {
+            for step in undo[mark...].reversed() {
                 switch step {
                 case .inserted(let t, let slot):
                     t.unlink(slot)
@@ -274,7 +277,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
                     _ = t.update(slot, before)
                 }
             }
-            undo.removeAll()
+            undo.removeSubrange(mark...)
         }
 
         /// Frees the slots of the rows this transaction deleted and compacts the tables it changed.
@@ -350,9 +353,19 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
             if changes != nil, !slots.isEmpty { changes?.changedMany(in: t.schema.name) }
         }
 
+        /// A nested write: a savepoint in the undo log. A thrown error undoes the body's row changes and
+        /// its change records, and the transaction goes on.
         func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
             try check()
-            return try body(self)
+            let mark = undo.count
+            let recorded = changes
+            do {
+                return try body(self)
+            } catch {
+                rollback(to: mark)
+                changes = recorded
+                throw error
+            }
         }
     }
 }

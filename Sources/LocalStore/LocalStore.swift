@@ -48,13 +48,18 @@ public protocol LocalStoreAccess {
     /// ``LocalStoreAccess/write(_:)``; backends implement this.
     ///
     /// On a store this is a new write transaction (a thrown error rolls all of it back). On a
-    /// transaction it runs `body` inside that transaction, without a savepoint.
+    /// transaction it runs `body` inside that transaction as a savepoint: a thrown error undoes the
+    /// body's writes (and their change records) and the transaction goes on. That is what makes every
+    /// composite call (``LocalStoreAccess/enqueue(_:_:into:)``, a resolution, a pulled page, a batch)
+    /// atomic inside a caller's transaction; the conformance checks `writeNestedIsASavepoint` and
+    /// `nestedTypedCallsAreAtomic` hold a backend to it.
     func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R
 }
 
 extension LocalStoreAccess {
     /// Runs `body` so that all of its writes commit together or not at all: on a store, one write
-    /// transaction that a thrown error rolls back entirely; on a transaction, inline.
+    /// transaction that a thrown error rolls back entirely; on a transaction, a savepoint that a thrown
+    /// error rolls back (the enclosing transaction goes on).
     ///
     /// ```swift
     /// try store.write { tx in

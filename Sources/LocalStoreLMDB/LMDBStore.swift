@@ -430,9 +430,18 @@ final class LMDBTransaction: LocalStoreTransaction {
 
     func delete(matching query: Query) throws { try check().perform(.deleteMatching(query)) }
 
+    /// A nested write: on a thrown error the transaction is rolled back to where the body began
+    /// (``TxnContext/rollback(to:)``) and goes on — so a composite call that fails inside a caller's
+    /// `write {}` leaves nothing behind, also when the caller catches.
     func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
-        _ = try check()
-        return try body(self)
+        let context = try check()
+        let savepoint = context.savepoint()
+        do {
+            return try body(self)
+        } catch {
+            if !(error is RestartSignal) { context.rollback(to: savepoint) }
+            throw error
+        }
     }
 }
 

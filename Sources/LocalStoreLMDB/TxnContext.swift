@@ -821,6 +821,49 @@ final class TxnContext {
         catalogChanged = true
     }
 
+    // MARK: Savepoints
+
+    /// Where a nested write began: the length of the mutation log.
+    struct Savepoint {
+        let logCount: Int
+        let wasFailed: Bool
+    }
+
+    /// The current position, for ``rollback(to:)``.
+    func savepoint() -> Savepoint { Savepoint(logCount: log.count, wasFailed: failure != nil || needsRestart) }
+
+    /// Undoes the mutations made since `savepoint`: aborts the transaction, begins a new one and replays
+    /// the log up to the savepoint (the same replay as after a map growth; the process's write lock and
+    /// the cross-process lock are held, so the new transaction starts from the same committed state).
+    /// A transaction that was already failed at the savepoint stays failed; a failed replay marks it
+    /// failed (it can then only roll back).
+    func rollback(to savepoint: Savepoint) {
+        guard !savepoint.wasFailed, !needsRestart, txn != nil, log.count > savepoint.logCount || failure != nil else { return }
+        end()
+        log.removeSubrange(savepoint.logCount...)
+        nextRowId = nil
+        nextRowIdDirty = false
+        catalog = initialCatalog
+        catalogChanged = false
+        failure = nil
+        do {
+            let fresh = try environment.beginTransaction(readOnly: false)
+            txn = fresh
+            guard mdb_txn_id(fresh) == startTxnId else {
+                needsRestart = true
+                return
+            }
+            if changes != nil { changes = ChangeCollector() }
+            do {
+                for op in log { try apply(op) }
+            } catch let full as MapFullSignal {
+                try regrow(full)
+            }
+        } catch {
+            failure = error as? LocalStoreError ?? LocalStoreError(.internal, "rolling back to a savepoint: \(error)")
+        }
+    }
+
     // MARK: Growth, replay, commit
 
     /// Aborts the dead transaction, grows the map, begins again and replays the log.

@@ -1024,13 +1024,36 @@ final class SQLTransaction: LocalStoreTransaction {
         }
     }
 
+    /// A nested write runs in a savepoint: a thrown error rolls its writes (and its change records)
+    /// back and the transaction goes on — so a composite call (enqueue, a resolution, a pulled page)
+    /// that fails inside a caller's `write {}` leaves nothing behind, also when the caller catches.
     func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
-        try lock.withLock {
+        let recorded: ChangeCollector? = try lock.withLock {
             guard isActive else {
                 throw LocalStoreError(.misuse, "a transaction was used after its write {} block ended")
             }
+            if let storedFailure { throw storedFailure }
+            if !isImplicit { try connection.execute("SAVEPOINT localstore_write") }
+            return collector
         }
-        return try body(self)
+        if isImplicit { return try body(self) }  // a failure rolls the whole transaction back
+        do {
+            let result = try body(self)
+            try lock.withLock { try connection.execute("RELEASE localstore_write") }
+            return result
+        } catch {
+            lock.withLock {
+                do {
+                    guard connection.isInTransaction else { throw error }
+                    try connection.execute("ROLLBACK TO localstore_write")
+                    try connection.execute("RELEASE localstore_write")
+                    collector = recorded
+                } catch let e {
+                    storedFailure = e as? LocalStoreError ?? LocalStoreError(.internal, "\(e)")
+                }
+            }
+            throw error
+        }
     }
 }
 

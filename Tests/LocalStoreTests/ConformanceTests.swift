@@ -81,7 +81,7 @@ struct ConformanceTests {
         "writeRollsBackOnError",
         "writeFailedCallInsideTransaction",
         "writeReadsSeeOwnWrites",
-        "writeNestedRunsInline",
+        "writeNestedIsASavepoint",
         "deleteIdsIgnoresAbsentIds",
         "closeMakesEveryCallFail",
         "systemTablesExistOnOpen",
@@ -105,6 +105,8 @@ struct ConformanceTests {
         "completeKeepsServerSystemColumns",
         "resolutionsKeepNewerEdits",
         "purgeResetsQueryToken",
+        "nestedTypedCallsAreAtomic",
+        "nestedFailuresLeaveNothing",
         "pulledPageRules",
         "purgeRules",
         "pullQueryStringRoundTrip",
@@ -219,7 +221,7 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func writeRollsBackOnError(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func writeFailedCallInsideTransaction(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func writeReadsSeeOwnWrites(_ backend: StoreFactory) throws { try runCheck(backend) }
-    @Test(arguments: Backends.all) func writeNestedRunsInline(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func writeNestedIsASavepoint(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func deleteIdsIgnoresAbsentIds(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func closeMakesEveryCallFail(_ backend: StoreFactory) throws { try runCheck(backend) }
 
@@ -249,6 +251,8 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func completeKeepsServerSystemColumns(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func resolutionsKeepNewerEdits(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func purgeResetsQueryToken(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func nestedTypedCallsAreAtomic(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func nestedFailuresLeaveNothing(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pulledPageRules(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func purgeRules(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pullQueryStringRoundTrip(_ backend: StoreFactory) throws { try runCheck(backend) }
@@ -340,7 +344,7 @@ struct ConformanceSelfTests {
     static let mutants: [(MutantStore.Fault, [String])] = [
         (.replaceInsteadOfMerge, ["upsertMergesAbsentKeys", "upsertExplicitNullClears", "idsUpsertUpdatesSameRowWithNewestSpelling"]),
         (.ignoreSkip, ["totalCountSkipAndTop", "pagingStableAscending", "pagingStableMultiKey"]),
-        (.noRollback, ["writeRollsBackOnError", "removeOperationRemovesItsErrors", "writeNestedRunsInline", "queueEnqueueValidation", "pushErrorsAndResolutions"]),
+        (.noRollback, ["writeRollsBackOnError", "removeOperationRemovesItsErrors", "writeNestedIsASavepoint", "queueEnqueueValidation", "pushErrorsAndResolutions", "nestedTypedCallsAreAtomic"]),
         (.descendingAsAscending, ["sortOrderNullsAndTieBreak", "pagingStableDescending", "predicateHandWrittenExpectations"]),
         (.strictEmptyDelete, ["unknownTableForEveryCall"]),
     ]

@@ -132,9 +132,10 @@ extension ConformanceSuite {
         }
     }
 
-    /// `tx.write {}` runs inline in the same transaction (no savepoint): an error that escapes it rolls
-    /// back the whole transaction; one caught by the outer body leaves the inner writes in place.
-    public static func writeNestedRunsInline(_ factory: StoreFactory) throws {
+    /// `tx.write {}` runs in the same transaction as a savepoint: it sees the outer writes, an error that
+    /// escapes it rolls back the whole transaction, and one the outer body catches undoes the inner
+    /// block's writes only (the outer body's own writes commit).
+    public static func writeNestedIsASavepoint(_ factory: StoreFactory) throws {
         try withStore(factory) { store in
             try store.defineTable(todoSchema)
             let value = try store.write { tx in
@@ -169,7 +170,7 @@ extension ConformanceSuite {
                     }
                 } catch is Rollback {}
             }
-            try expectSameIds(try readIds(store, Query("TodoItem")), ["a", "b", "e", "f"], "no savepoint: the caught inner block's writes stay")
+            try expectSameIds(try readIds(store, Query("TodoItem")), ["a", "b", "e"], "a savepoint: the caught inner block's writes are undone, the outer body's stay")
         }
     }
 
