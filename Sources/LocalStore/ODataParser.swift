@@ -56,8 +56,15 @@ extension OData {
     }
 
     /// Parses a `$filter` expression.
+    ///
+    /// Bounded for any input: at most 100,000 values (literals, fields, calls) and 1,000 arithmetic
+    /// operators, parentheses nested at most 269 deep (checked by a scan before parsing, so deeper text
+    /// never reaches the recursive descent), `not`s up to the same parser depth; past a limit,
+    /// `invalidQuery`. `and`/`or` chains of any length are kept flat. Parsing is linear in the text's
+    /// length (docs/semantics.md, "Pull query strings").
     public static func parseFilter(_ text: String) throws -> QueryPredicate {
         var parser = FilterParser(text: text)
+        try parser.checkNesting()
         let node = try parser.parseOr()
         parser.skipSpaces()
         guard parser.atEnd else { throw parser.fail("unexpected text") }
@@ -70,6 +77,9 @@ private indirect enum FilterNode {
     case identifier(String, position: Int)
     case call(String, [FilterNode], position: Int)
     case binary(String, FilterNode, FilterNode, position: Int)
+    /// Operands of one `and` or `or` chain written without parentheses, kept flat: a long chain builds
+    /// no deep tree (whose conversion and destruction would recurse once per term).
+    case chain(String, [FilterNode])
     case not(FilterNode)
     case paren(FilterNode)
 }
@@ -79,6 +89,19 @@ private struct FilterParser {
     let text: String
     var index = 0
     var depth = 0
+    /// Values (literals, fields, calls) parsed so far, against ``maximumTerms``.
+    var terms = 0
+    /// Arithmetic operators parsed so far, against ``maximumArithmeticOperators``.
+    var arithmeticOperators = 0
+
+    /// The most values (literals, field names, function calls) one `$filter` may hold: 100,000 (for
+    /// example 50,000 `id eq '…'` terms). A longer filter is `invalidQuery` before it is parsed further,
+    /// so parsing is linear in time and bounded in memory.
+    static let maximumTerms = 100_000
+    /// The most arithmetic operators (`add`, `sub`, `mul`, `div`, `mod`) one `$filter` may hold: they
+    /// nest (a chain `a add b add c` is a tree as deep as it is long), so their number bounds the depth
+    /// of what the parser builds.
+    static let maximumArithmeticOperators = 1_000
 
     init(text: String) {
         self.text = text
@@ -119,6 +142,36 @@ private struct FilterParser {
     /// ``ResolvedQuery/maximumDepth``) parses back; deeper text is refused before it can exhaust the stack.
     static let maximumDepth = 4 * (ResolvedQuery.maximumDepth + 1) + 4
 
+    /// How deep parentheses may nest: as deep as the parser's levels allow (each parenthesis costs
+    /// three of them), enough for every query ``ResolvedQuery`` accepts.
+    static let maximumNesting = maximumDepth / 3
+
+    /// Refuses text whose parentheses (outside string literals) nest deeper than ``maximumNesting``,
+    /// with one pass over the bytes and no recursion.
+    func checkNesting() throws {
+        var open = 0
+        var i = 0
+        var inString = false
+        while i < bytes.count {
+            let b = bytes[i]
+            if inString {
+                if b == UInt8(ascii: "'") {
+                    if i + 1 < bytes.count, bytes[i + 1] == UInt8(ascii: "'") { i += 1 } else { inString = false }
+                }
+            } else if b == UInt8(ascii: "'") {
+                inString = true
+            } else if b == UInt8(ascii: "(") {
+                open += 1
+                if open > FilterParser.maximumNesting {
+                    throw fail("nested too deeply (more than \(FilterParser.maximumNesting) parentheses)", at: i)
+                }
+            } else if b == UInt8(ascii: ")") {
+                open = max(0, open - 1)
+            }
+            i += 1
+        }
+    }
+
     mutating func enter() throws {
         depth += 1
         if depth > FilterParser.maximumDepth { throw fail("nested too deeply") }
@@ -127,20 +180,21 @@ private struct FilterParser {
     mutating func parseOr() throws -> FilterNode {
         try enter()
         defer { depth -= 1 }
-        var left = try parseAnd()
-        while true {
-            let p = index
-            guard consumeKeyword(["or"]) != nil else { return left }
-            left = .binary("or", left, try parseAnd(), position: p)
-        }
+        var operands = [try parseAnd()]
+        while consumeKeyword(["or"]) != nil { operands.append(try parseAnd()) }
+        return operands.count == 1 ? operands[0] : .chain("or", operands)
     }
 
     mutating func parseAnd() throws -> FilterNode {
-        var left = try parseUnary()
-        while true {
-            let p = index
-            guard consumeKeyword(["and"]) != nil else { return left }
-            left = .binary("and", left, try parseUnary(), position: p)
+        var operands = [try parseUnary()]
+        while consumeKeyword(["and"]) != nil { operands.append(try parseUnary()) }
+        return operands.count == 1 ? operands[0] : .chain("and", operands)
+    }
+
+    mutating func countArithmetic() throws {
+        arithmeticOperators += 1
+        if arithmeticOperators > FilterParser.maximumArithmeticOperators {
+            throw fail("more than \(FilterParser.maximumArithmeticOperators) arithmetic operators")
         }
     }
 
@@ -165,6 +219,7 @@ private struct FilterParser {
         while true {
             let p = index
             guard let op = consumeKeyword(["add", "sub"]) else { return left }
+            try countArithmetic()
             left = .binary(op, left, try parseMultiplicative(), position: p)
         }
     }
@@ -174,6 +229,7 @@ private struct FilterParser {
         while true {
             let p = index
             guard let op = consumeKeyword(["mul", "div", "mod"]) else { return left }
+            try countArithmetic()
             left = .binary(op, left, try parsePrimary(), position: p)
         }
     }
@@ -181,6 +237,8 @@ private struct FilterParser {
     mutating func parsePrimary() throws -> FilterNode {
         try enter()
         defer { depth -= 1 }
+        terms += 1
+        if terms > FilterParser.maximumTerms { throw fail("more than \(FilterParser.maximumTerms) values") }
         skipSpaces()
         let start = index
         guard index < bytes.count else { throw fail("expected a value") }
@@ -315,8 +373,8 @@ private struct FilterParser {
         switch node {
         case .paren(let inner): return try predicate(inner)
         case .not(let inner): return .not(try predicate(inner))
-        case .binary(let op, _, _, _) where op == "and" || op == "or":
-            let parts = try flatten(node, op).map(predicate)
+        case .chain(let op, let operands):
+            let parts = try operands.map(predicate)
             return op == "and" ? .and(parts) : .or(parts)
         case .binary(let op, let l, let r, let p):
             let ops: [String: QueryPredicate.ComparisonOperator] = [
@@ -369,12 +427,6 @@ private struct FilterParser {
         }
     }
 
-    /// The operands of a chain of the same logical operator written without parentheses.
-    func flatten(_ node: FilterNode, _ op: String) -> [FilterNode] {
-        if case .binary(let o, let l, let r, _) = node, o == op { return flatten(l, op) + [r] }
-        return [node]
-    }
-
     func expression(_ node: FilterNode) throws -> QueryExpression {
         switch node {
         case .paren(let inner): return try expression(inner)
@@ -409,6 +461,8 @@ private struct FilterParser {
             throw fail("unknown function \(name)()", at: p)
         case .not:
             throw fail("a condition (not) is not a value")
+        case .chain(let op, _):
+            throw fail("a condition ('\(op)') is not a value")
         }
     }
 }

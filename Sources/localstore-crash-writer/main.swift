@@ -20,6 +20,10 @@
 //       On a thread with the given stack: builds a predicate nested <depth> levels deep, resolves a
 //       query with it against an in-memory store, and destroys it, printing "built",
 //       "resolved <code>", "destroyed". The last line printed tells which step crashed.
+//   localstore-crash-writer odata <shape> <n> <stack KiB>
+//       On a thread with the given stack: ODataStress.exercise (a filter text of shape and size n parsed
+//       by parseFilter, parseQuery and PullRequest.parse), printing "built", "filter …", "query …",
+//       "pull …", "done". A crash shows as a signal and the last line printed.
 //   localstore-crash-writer hold-write <backend> <path> <milliseconds>
 //       Defines the table Hold (id, note), then inside one write {} upserts a row, prints "holding",
 //       sleeps <milliseconds> and returns; prints "committed" once the commit returned.
@@ -178,6 +182,20 @@ case "deep":
     thread.stackSize = stackKiB << 10
     thread.start()
     done.wait()
+
+case "odata":
+    guard arguments.count == 4, let n = Int(arguments[2]), let stackKiB = Int(arguments[3]) else {
+        die("usage: odata <shape> <n> <stack KiB>", code: 2)
+    }
+    let shape = arguments[1]
+    let finished = DispatchSemaphore(value: 0)
+    let parser = Thread {
+        ODataStress.exercise(shape, n) { say($0) }
+        finished.signal()
+    }
+    parser.stackSize = stackKiB << 10
+    parser.start()
+    finished.wait()
 
 case "hold-write":
     guard arguments.count == 4, let milliseconds = UInt32(arguments[3]) else { die("usage: hold-write <backend> <path> <milliseconds>", code: 2) }
