@@ -323,6 +323,7 @@ extension LocalStoreAccess {
                 var op = op
                 op.version += 1
                 try tx.rewrite(op)
+                try tx.removeErrors(of: op)
                 return .kept(op)
             case (.toDelete, let op?):
                 var op = op
@@ -330,6 +331,7 @@ extension LocalStoreAccess {
                 op.item = snapshot
                 op.version += 1
                 try tx.rewrite(op)
+                try tx.removeErrors(of: op)
                 return .changedToDelete(op)
             case (.remove, let op?):
                 try tx.removeOperation(id: op.id)
@@ -494,6 +496,11 @@ extension LocalStoreAccess {
             op.item = .object(members)
             try rewrite(op)
         }
+    }
+
+    /// Removes the recorded push errors of `op` (a collapse changed it: they describe a push of what it was).
+    func removeErrors(of op: QueuedOperation) throws {
+        try delete(matching: Query(systemTableNames.errors, where: Field("operationId") == .literal(.int(op.id))))
     }
 
     /// The item's operations queued after `op` (id order).

@@ -126,6 +126,9 @@ extension TableSchema {
                 guard !value.isNull else {
                     throw LocalStoreError(.missingId, "an item for table '\(name)' has a null id", table: name, column: "id")
                 }
+                if case .string(let s) = stored, s.isEmpty {
+                    throw LocalStoreError(.invalidValue, "the id of an item for table '\(name)' must not be empty", table: name, column: "id")
+                }
                 id = stored
             }
             assignments.append(PreparedItem.Assignment(column: n, value: stored))

@@ -83,6 +83,8 @@ extension ConformanceSuite {
         ConformanceCheck(name: "completeKeepsServerSystemColumns", completeKeepsServerSystemColumns),
         ConformanceCheck(name: "resolutionsKeepNewerEdits", resolutionsKeepNewerEdits),
         ConformanceCheck(name: "purgeResetsQueryToken", purgeResetsQueryToken),
+        ConformanceCheck(name: "collapseRemovesPushErrors", collapseRemovesPushErrors),
+        ConformanceCheck(name: "upsertEmptyIdRefused", upsertEmptyIdRefused),
         ConformanceCheck(name: "nestedTypedCallsAreAtomic", nestedTypedCallsAreAtomic),
         ConformanceCheck(name: "nestedFailuresLeaveNothing", nestedFailuresLeaveNothing),
         ConformanceCheck(name: "pulledPageRules", pulledPageRules),

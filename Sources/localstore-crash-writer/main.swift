@@ -86,6 +86,18 @@ func openOrSayWhy(_ backend: ReliabilityBackend, _ path: String) -> any LocalSto
     }
 }
 
+/// Runs `body` on a new thread with a stack of `stackKiB` KiB and waits for it.
+func onThread(stackKiB: Int, _ body: @escaping @Sendable () -> Void) {
+    let done = DispatchSemaphore(value: 0)
+    let thread = Thread {
+        body()
+        done.signal()
+    }
+    thread.stackSize = stackKiB << 10
+    thread.start()
+    done.wait()
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let mode = arguments.first else { die("usage: see the comment at the top of main.swift", code: 2) }
 
@@ -174,28 +186,14 @@ case "deep":
         die("usage: deep <depth> <stack KiB> <predicate|expression>", code: 2)
     }
     let kind = arguments[3]
-    let done = DispatchSemaphore(value: 0)
-    let thread = Thread {
-        DeepPredicate.exercise(depth: depth, expression: kind == "expression") { say($0) }
-        done.signal()
-    }
-    thread.stackSize = stackKiB << 10
-    thread.start()
-    done.wait()
+    onThread(stackKiB: stackKiB) { DeepPredicate.exercise(depth: depth, expression: kind == "expression") { say($0) } }
 
 case "odata":
     guard arguments.count == 4, let n = Int(arguments[2]), let stackKiB = Int(arguments[3]) else {
         die("usage: odata <shape> <n> <stack KiB>", code: 2)
     }
     let shape = arguments[1]
-    let finished = DispatchSemaphore(value: 0)
-    let parser = Thread {
-        ODataStress.exercise(shape, n) { say($0) }
-        finished.signal()
-    }
-    parser.stackSize = stackKiB << 10
-    parser.start()
-    finished.wait()
+    onThread(stackKiB: stackKiB) { ODataStress.exercise(shape, n) { say($0) } }
 
 case "hold-write":
     guard arguments.count == 4, let milliseconds = UInt32(arguments[3]) else { die("usage: hold-write <backend> <path> <milliseconds>", code: 2) }

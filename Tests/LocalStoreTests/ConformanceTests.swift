@@ -105,6 +105,8 @@ struct ConformanceTests {
         "completeKeepsServerSystemColumns",
         "resolutionsKeepNewerEdits",
         "purgeResetsQueryToken",
+        "collapseRemovesPushErrors",
+        "upsertEmptyIdRefused",
         "nestedTypedCallsAreAtomic",
         "nestedFailuresLeaveNothing",
         "pulledPageRules",
@@ -251,6 +253,8 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func completeKeepsServerSystemColumns(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func resolutionsKeepNewerEdits(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func purgeResetsQueryToken(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func collapseRemovesPushErrors(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func upsertEmptyIdRefused(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func nestedTypedCallsAreAtomic(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func nestedFailuresLeaveNothing(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pulledPageRules(_ backend: StoreFactory) throws { try runCheck(backend) }

@@ -138,4 +138,38 @@ extension ConformanceSuite {
             try expectEqual(try store.deltaToken(table: "QItem", queryId: "q2"), d, "a refused purge keeps the token")
         }
     }
+
+    /// Collapsing a change into an operation with recorded push errors removes them (they describe a
+    /// push of what the operation was), so the next push sends the new content; resolving one of them
+    /// afterwards is `constraint` (the operation changed).
+    public static func collapseRemovesPushErrors(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(queueSchema)
+            try store.upsert([["id": "a", "text": "a0", "version": "v1"], ["id": "b", "text": "b0", "version": "v1"]], into: "QItem")
+            for (id, next) in [("a", OperationKind.update), ("b", .delete)] {
+                try store.enqueue(.update, ["id": .string(id), "text": "sent"], into: "QItem")
+                let op = try unwrap(try store.queuedOperations(table: "QItem", itemId: id).first, id)
+                let error = try store.recordPushError(for: op, statusCode: 412, message: "changed", serverItem: ["id": .string(id), "version": "v2"])
+                try expectEqual(try store.operationErrors(operationId: op.id).count, 1, "\(id): recorded")
+                let outcome = try store.enqueue(next, ["id": .string(id), "text": "newer"], into: "QItem")
+                try expectEqual(outcome.operation?.id, op.id, "\(id): collapsed into the failed operation")
+                try expectEqual(try store.operationErrors(operationId: op.id), [], "\(id): collapsing removed the operation's errors")
+                try expectThrows(code: .constraint, "\(id): resolving the stale error") { try store.cancelAndDiscard(error) }
+            }
+        }
+    }
+
+    /// An empty string is not an id: `upsert` refuses it with `invalidValue` naming the table and
+    /// column (as `enqueue` does), and a batch holding one writes nothing.
+    public static func upsertEmptyIdRefused(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(queueSchema)
+            let error = try expectThrows(code: .invalidValue, "an empty id") { try store.upsert([["id": ""]], into: "QItem") }
+            try expectEqual(error.table, "QItem", "the error's table")
+            try expectEqual(error.column, "id", "the error's column")
+            try expectThrows(code: .invalidValue, "a batch with an empty id") { try store.upsert([["id": "ok"], ["id": "", "text": "x"]], into: "QItem") }
+            try expectEqual(try store.count("QItem"), 0, "nothing of the batch was written")
+            try expectNil(try store.read(table: "QItem", id: ""), "reading an empty id is nil")
+        }
+    }
 }

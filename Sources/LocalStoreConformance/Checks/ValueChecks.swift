@@ -161,6 +161,8 @@ extension ConformanceSuite {
     /// Strings of every awkward kind as ids: read back exactly, found by id equality, deleted by id.
     public static func naughtyStringsAsIds(_ factory: StoreFactory) throws {
         try expectDistinctUnderNoCase(ConformanceSuite.naughtyStrings)
+        // The empty string is not an id (upsertEmptyIdRefused): every other naughty string is.
+        let naughtyStrings = ConformanceSuite.naughtyStrings.filter { !$0.isEmpty }
         try withStore(factory) { store in
             try store.defineTable(typedSchema)
             let items: [Item] = naughtyStrings.enumerated().map { ["id": .string($0.element), "count": .int(Int64($0.offset))] }
@@ -175,7 +177,7 @@ extension ConformanceSuite {
             }
             let all = try store.read(Query("Typed", select: ["id"])).items.compactMap { $0["id"]?.stringValue }
             try expectEqual(Set(all.map { Array($0.utf8) }), Set(naughtyStrings.map { Array($0.utf8) }), "every id listed once")
-            let doomed = ["'", "%", "a\u{0}b", "", oneMegabyteString]
+            let doomed = ["'", "%", "a\u{0}b", oneMegabyteString]
             try store.delete(ids: doomed, from: "Typed")
             try expectEqual(try store.count("Typed"), naughtyStrings.count - doomed.count, "deleting naughty ids")
             for s in doomed { try expectNil(try store.read(table: "Typed", id: s), "deleted id \(abbreviated(debugText(s), limit: 60))") }
