@@ -9,10 +9,11 @@ extension OData {
     public static func parseQuery(_ queryString: String, table: String) throws -> Query {
         var query = Query(table)
         guard !queryString.isEmpty else { return query }
-        for part in queryString.split(separator: "&", omittingEmptySubsequences: true) {
+        // Split on the bytes `&` and `=`, not on Characters (`&` and a combining mark are one Character).
+        for part in queryString.unicodeScalars.split(separator: "&", omittingEmptySubsequences: true) {
             let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = String(pieces[0])
-            let raw = pieces.count > 1 ? String(pieces[1]) : ""
+            let name = String(String.UnicodeScalarView(pieces[0]))
+            let raw = pieces.count > 1 ? String(String.UnicodeScalarView(pieces[1])) : ""
             let value = raw.removingPercentEncoding ?? raw
             switch name {
             case "$filter": query.predicate = try parseFilter(value)
@@ -20,7 +21,12 @@ extension OData {
             case "$skip": query.skip = try parseCount(value, name)
             case "$top": query.top = try parseCount(value, name)
             case "$select":
-                query.select = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                let names = value.isEmpty ? [] : value.split(separator: ",", omittingEmptySubsequences: false).map { String($0) }
+                // Rendered as `a,b`: anything else (an empty name, spaces) would not render back the same.
+                guard names.allSatisfy({ !$0.isEmpty && Identifier.isValid($0) }) else {
+                    throw LocalStoreError(.invalidQuery, "$select must list column names separated by ',', not '\(value)'")
+                }
+                query.select = names
             case "$inlinecount":
                 guard value == "allpages" || value == "none" else {
                     throw LocalStoreError(.invalidQuery, "$inlinecount must be allpages or none, not '\(value)'")

@@ -72,12 +72,13 @@ public struct PullRequest: Sendable, Hashable {
         var options: [String] = []
         var includeDeleted = false
         var parameters: [Parameter] = []
-        for part in queryString.split(separator: "&", omittingEmptySubsequences: true) {
+        // Split on the bytes `&` and `=`, not on Characters: `&` followed by a combining mark is one Character.
+        for part in queryString.unicodeScalars.split(separator: "&", omittingEmptySubsequences: true) {
             let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = String(pieces[0])
-            let value = pieces.count > 1 ? String(pieces[1]) : ""
+            let name = String(String.UnicodeScalarView(pieces[0]))
+            let value = pieces.count > 1 ? String(String.UnicodeScalarView(pieces[1])) : ""
             if name.hasPrefix("$") {
-                options.append(String(part))
+                options.append(String(String.UnicodeScalarView(part)))
             } else if name == "__includeDeleted" {
                 guard value == "true" || value == "false" else {
                     throw LocalStoreError(.invalidQuery, "__includeDeleted must be true or false, not '\(value)'")
@@ -95,8 +96,21 @@ public struct PullRequest: Sendable, Hashable {
 
     static func validate(_ p: Parameter) throws {
         func bad(_ b: UInt8) -> Bool { b < 0x21 || b == 0x7F || b == UInt8(ascii: "&") || b == UInt8(ascii: "#") }
+        // Whitespace and control characters beyond ASCII too (U+0085, U+00A0, U+2028, …), and a
+        // combining mark first (it would join the `&` or `=` before it into one Character).
+        func badScalar(_ u: Unicode.Scalar) -> Bool {
+            let category = u.properties.generalCategory
+            return u.properties.isWhitespace || category == .control || category == .format || category == .lineSeparator
+                || category == .paragraphSeparator || category == .spaceSeparator
+        }
+        func startsWithMark(_ s: String) -> Bool {
+            guard let first = s.unicodeScalars.first else { return false }
+            return [.nonspacingMark, .spacingMark, .enclosingMark].contains(first.properties.generalCategory)
+        }
         guard !p.name.isEmpty, !p.name.hasPrefix("$"), ASCII.lowercased(p.name) != "__includedeleted",
-            !p.name.utf8.contains(where: { bad($0) || $0 == UInt8(ascii: "=") }), !p.value.utf8.contains(where: bad)
+            !p.name.utf8.contains(where: { bad($0) || $0 == UInt8(ascii: "=") }), !p.value.utf8.contains(where: bad),
+            !p.name.unicodeScalars.contains(where: badScalar), !p.value.unicodeScalars.contains(where: badScalar),
+            !startsWithMark(p.name), !startsWithMark(p.value)
         else {
             throw LocalStoreError(
                 .invalidQuery,
