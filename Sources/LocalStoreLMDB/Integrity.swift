@@ -15,6 +15,16 @@ extension LMDBStore: IntegrityChecking {
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func checkIntegrity() throws -> [String] {
         try ChildWalk.run(path: path, maximumDatabases: options.maximumDatabases)
+        do {
+            return try checkRecords()
+        } catch let e as LocalStoreError where e.code == .internal {
+            // liblmdb failing on a page (MDB_BAD_VALSIZE, …) while the catalog is read: damage.
+            throw LocalStoreError(.corrupt, "the integrity check of '\(path)' could not read the store: \(e.message)")
+        }
+    }
+
+    /// Every table's records decoded and every index compared with its table.
+    private func checkRecords() throws -> [String] {
         var problems: [String] = []
         let names = systemTableNames
         var tables = try tableSchemas()
@@ -25,7 +35,8 @@ extension LMDBStore: IntegrityChecking {
             let rows: [Item]
             do {
                 rows = try read(Query(schema.name)).items
-            } catch let e as LocalStoreError where e.code == .corrupt || e.code == .versionMismatch {
+            } catch let e as LocalStoreError where e.code == .corrupt || e.code == .versionMismatch || e.code == .internal {
+                // `internal` here is liblmdb failing on a damaged page (MDB_BAD_VALSIZE, …).
                 problems.append("table '\(schema.name)': \(e.message)")
                 continue
             }
@@ -44,7 +55,7 @@ extension LMDBStore: IntegrityChecking {
                 let viaIndex: [Item]
                 do {
                     viaIndex = try read(q).items
-                } catch let e as LocalStoreError where e.code == .corrupt {
+                } catch let e as LocalStoreError where e.code == .corrupt || e.code == .internal {
                     problems.append("index '\(schema.name).\(column.label)': \(e.message)")
                     continue
                 }

@@ -804,15 +804,22 @@ package final class SQLEngine: @unchecked Sendable {
 
     /// Runs each `PRAGMA <name>` (e.g. `integrity_check`) on a reader connection and returns every row
     /// that is not `ok`.
+    ///
+    /// A check that cannot run to the end because SQLite fails on a page (SQLCipher reports a page whose
+    /// HMAC does not match as "SQL logic error") is damage: `corrupt`, with the engine's message.
     package func integrityCheck(pragmas: [String]) throws -> [String] {
-        try withReader { session in
-            var problems: [String] = []
-            for pragma in pragmas {
-                for row in try session.connection.pragmaRows("PRAGMA \(pragma)") where row != "ok" {
-                    problems.append("\(pragma): \(row)")
+        do {
+            return try withReader { session in
+                var problems: [String] = []
+                for pragma in pragmas {
+                    for row in try session.connection.pragmaRows("PRAGMA \(pragma)") where row != "ok" {
+                        problems.append("\(pragma): \(row)")
+                    }
                 }
+                return problems
             }
-            return problems
+        } catch let e as LocalStoreError where e.code == .internal {
+            throw LocalStoreError(.corrupt, "the integrity check of '\(path)' could not read the store: \(e.message)")
         }
     }
 
