@@ -45,18 +45,19 @@ bench: deps
 	$$($(SWIFT) build -c release --show-bin-path)/localstore bench --processes $(BENCH_PROCESSES) $(BENCH_ARGS)
 
 # The long reliability run: 500 SIGKILLs per persistent backend (a fresh store every 100), 300 SIGKILLs of a
-# syncing client per persistent backend, 8 threads x
+# syncing client per persistent backend, every write/sync/truncate call of the fault workload failed once
+# with EIO and once with ENOSPC, 60 + 60 damaged pages per backend, 8 threads x
 # 5000 operations, 2 processes x 2000 transactions, every hostile-input case, 1,200 simulated power-loss
 # crash states per persistent backend; prints the totals.
 stress: deps
 	$(SWIFT) build --build-tests $(RELIABILITY_FLAGS)
 	@mkdir -p $(dir $(STRESS_REPORT)) && rm -f $(STRESS_REPORT)
-	LOCALSTORE_CRASH_KILLS=$(STRESS_KILLS) LOCALSTORE_SYNC_CRASH_KILLS=$(STRESS_SYNC_KILLS) LOCALSTORE_DAMAGED_PAGES=60 LOCALSTORE_CRASH_ROTATE=100 LOCALSTORE_THREAD_OPS=5000 \
+	LOCALSTORE_CRASH_KILLS=$(STRESS_KILLS) LOCALSTORE_SYNC_CRASH_KILLS=$(STRESS_SYNC_KILLS) LOCALSTORE_DAMAGED_PAGES=60 LOCALSTORE_FAULT_POINTS=0 LOCALSTORE_CRASH_ROTATE=100 LOCALSTORE_THREAD_OPS=5000 \
 	LOCALSTORE_PROCESS_TXNS=2000 LOCALSTORE_FUZZ_QUERIES=20000 LOCALSTORE_RELIABILITY_REPORT=$(STRESS_REPORT) \
 	LOCALSTORE_POWERLOSS_STATES=$(STRESS_POWERLOSS_STATES) LOCALSTORE_POWERLOSS_TXNS=200,60 \
 		$(SWIFT) test --skip-build $(RELIABILITY_FLAGS) --filter LocalStoreReliabilityTests; \
 	status=$$?; \
-	echo; echo "== make stress: totals =="; sed 's/^RELIABILITY //' $(STRESS_REPORT) | grep -E '^(crash|sync-crash|damaged pages|threads|multi-process|fuzz|power-loss)'; \
+	echo; echo "== make stress: totals =="; sed 's/^RELIABILITY //' $(STRESS_REPORT) | grep -E '^(crash|sync-crash|damaged pages|io-faults|threads|multi-process|fuzz|power-loss)'; \
 	awk '/^RELIABILITY power-loss [a-z]+-[a-z]+:/ { split($$3, p, "-"); b = p[1]; n[b] += $$4; \
 		for (i = 5; i < NF; i++) { if ($$i == "committed") l[b] += $$(i + 1); if ($$i == "unopenable") u[b] += $$(i + 1) } } \
 		END { for (b in n) printf "power-loss %s: %d crash states checked, lost committed transactions %d, unopenable %d\n", b, n[b], l[b], u[b] }' $(STRESS_REPORT); \

@@ -204,6 +204,70 @@ static void recordSync(int fd) {
     pthread_mutex_unlock(&lock);
 }
 
+// MARK: Fault injection (docs/reliability.md, "I/O faults")
+
+static int faultArmed = 0;         // counting (and failing) calls
+static int faultMode = 0;          // POWERLOSS_MODE_VFS or POWERLOSS_MODE_LIBC
+static char faultRoot[PATH_MAX];
+static size_t faultRootLength = 0;
+static long faultCalls = 0;
+static long faultAt = 0;
+static int faultErrno = EIO;
+
+static int underFaultRoot(const char *path) {
+    if (faultRootLength == 0 || path == NULL) return 0;
+    return strncmp(path, faultRoot, faultRootLength) == 0 && (path[faultRootLength] == '/' || path[faultRootLength] == 0);
+}
+
+// Whether `fd` is a regular file under the fault root (looked up on every call: tests only).
+static int faultFd(int fd) {
+    char link[64], path[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    if (n <= 0) return 0;
+    path[n] = 0;
+    struct stat st;
+    return underFaultRoot(path) && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// Counts one call; 1 when it is the one to fail.
+static int faultHit(void) {
+    pthread_mutex_lock(&lock);
+    long n = ++faultCalls;
+    pthread_mutex_unlock(&lock);
+    return n == faultAt;
+}
+
+static int libcFault(int fd) {
+    return __atomic_load_n(&faultArmed, __ATOMIC_ACQUIRE) && faultMode == POWERLOSS_MODE_LIBC && faultFd(fd) && faultHit();
+}
+
+void powerloss_fault_prepare(const char *rootPath, int mode) {
+    pthread_mutex_lock(&lock);
+    snprintf(faultRoot, sizeof faultRoot, "%s", rootPath);
+    faultRootLength = strlen(faultRoot);
+    while (faultRootLength > 1 && faultRoot[faultRootLength - 1] == '/') faultRoot[--faultRootLength] = 0;
+    faultMode = mode;
+    pthread_mutex_unlock(&lock);
+}
+
+void powerloss_fault_arm(long at, int errnoValue) {
+    pthread_mutex_lock(&lock);
+    faultCalls = 0;
+    faultAt = at;
+    faultErrno = errnoValue;
+    pthread_mutex_unlock(&lock);
+    __atomic_store_n(&faultArmed, 1, __ATOMIC_RELEASE);
+}
+
+long powerloss_fault_stop(void) {
+    __atomic_store_n(&faultArmed, 0, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&lock);
+    long n = faultCalls;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
 // MARK: Control
 
 int powerloss_start(const char *rootPath, const char *logPath, int mode) {
@@ -239,12 +303,14 @@ void powerloss_mark(int64_t seq, int64_t opId) {
 // MARK: libc interposers (bound by liblmdb, libsqlite3 and this executable's own code)
 
 ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset) {
+    if (libcFault(fd)) { errno = faultErrno; return -1; }
     ssize_t n = REAL(pwrite_fn, pwrite)(fd, buf, count, offset);
     if (n > 0) recordWrite(fd, (uint64_t)offset, buf, (size_t)n);
     return n;
 }
 
 ssize_t write(int fd, const void *buf, size_t count) {
+    if (libcFault(fd)) { errno = faultErrno; return -1; }
     off_t offset = __atomic_load_n(&active, __ATOMIC_ACQUIRE) ? lseek(fd, 0, SEEK_CUR) : -1;
     ssize_t n = REAL(write_fn, write)(fd, buf, count);
     if (n > 0 && offset >= 0) recordWrite(fd, (uint64_t)offset, buf, (size_t)n);
@@ -252,6 +318,7 @@ ssize_t write(int fd, const void *buf, size_t count) {
 }
 
 ssize_t writev(int fd, const struct iovec *iov, int iovcnt) {
+    if (libcFault(fd)) { errno = faultErrno; return -1; }
     off_t offset = __atomic_load_n(&active, __ATOMIC_ACQUIRE) ? lseek(fd, 0, SEEK_CUR) : -1;
     ssize_t n = REAL(writev_fn, writev)(fd, iov, iovcnt);
     if (n > 0 && offset >= 0) {
@@ -267,18 +334,21 @@ ssize_t writev(int fd, const struct iovec *iov, int iovcnt) {
 }
 
 int fsync(int fd) {
+    if (libcFault(fd)) { errno = faultErrno; return -1; }
     int rc = REAL(fd_fn, fsync)(fd);
     if (rc == 0) recordSync(fd);
     return rc;
 }
 
 int fdatasync(int fd) {
+    if (libcFault(fd)) { errno = faultErrno; return -1; }
     int rc = REAL(fd_fn, fdatasync)(fd);
     if (rc == 0) recordSync(fd);
     return rc;
 }
 
 int ftruncate(int fd, off_t length) {
+    if (libcFault(fd)) { errno = faultErrno; return -1; }
     int rc = REAL(ftruncate_fn, ftruncate)(fd, length);
     if (rc == 0 && __atomic_load_n(&active, __ATOMIC_ACQUIRE)) {
         pthread_mutex_lock(&lock);
@@ -330,7 +400,12 @@ typedef struct PLFile {
     sqlite3_file *real;
     int id;           // -1: not recorded
     int syncDirectory; // the wrapped unix VFS fsyncs the directory at this file's first xSync
+    int faultable;     // under the fault root (fault injection in VFS mode)
 } PLFile;
+
+static int vfsFault(sqlite3_file *f) {
+    return ((PLFile *)f)->faultable && __atomic_load_n(&faultArmed, __ATOMIC_ACQUIRE) && faultMode == POWERLOSS_MODE_VFS && faultHit();
+}
 
 static sqlite3_vfs *wrapped = NULL;
 static sqlite3_vfs shim;
@@ -343,6 +418,7 @@ static int plClose(sqlite3_file *f) { return REALFILE(f)->pMethods->xClose(REALF
 static int plRead(sqlite3_file *f, void *b, int n, sqlite3_int64 o) { return REALFILE(f)->pMethods->xRead(REALFILE(f), b, n, o); }
 
 static int plWrite(sqlite3_file *f, const void *b, int n, sqlite3_int64 o) {
+    if (vfsFault(f)) return faultErrno == ENOSPC ? SQLITE_FULL : SQLITE_IOERR_WRITE;
     int rc = REALFILE(f)->pMethods->xWrite(REALFILE(f), b, n, o);
     PLFile *p = (PLFile *)f;
     if (rc == SQLITE_OK && p->id >= 0 && n > 0) {
@@ -354,6 +430,7 @@ static int plWrite(sqlite3_file *f, const void *b, int n, sqlite3_int64 o) {
 }
 
 static int plTruncate(sqlite3_file *f, sqlite3_int64 size) {
+    if (vfsFault(f)) return faultErrno == ENOSPC ? SQLITE_FULL : SQLITE_IOERR_TRUNCATE;
     int rc = REALFILE(f)->pMethods->xTruncate(REALFILE(f), size);
     PLFile *p = (PLFile *)f;
     if (rc == SQLITE_OK && p->id >= 0) {
@@ -365,6 +442,7 @@ static int plTruncate(sqlite3_file *f, sqlite3_int64 size) {
 }
 
 static int plSync(sqlite3_file *f, int flags) {
+    if (vfsFault(f)) return SQLITE_IOERR_FSYNC;
     int rc = REALFILE(f)->pMethods->xSync(REALFILE(f), flags);
     PLFile *p = (PLFile *)f;
     if (rc == SQLITE_OK && p->id >= 0) {
@@ -405,6 +483,7 @@ static int plOpen(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags
     p->real = (sqlite3_file *)(p + 1);
     p->id = -1;
     p->syncDirectory = 0;
+    p->faultable = name != NULL && underFaultRoot(name);
     int existed = name != NULL && access(name, F_OK) == 0;
     int rc = wrapped->xOpen(wrapped, name, p->real, flags, outFlags);
     if (rc != SQLITE_OK || p->real->pMethods == NULL) {

@@ -244,25 +244,70 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
 
     /// Re-encrypts the whole file with `newKey`. Afterwards only `newKey` opens the store.
     ///
-    /// Waits for running calls, re-encrypts through the writer connection (the WAL is checkpointed and
-    /// the file switched to rollback journaling for the rekey, then back to WAL), then reopens every
-    /// connection with the new key. Cipher settings stay as they are.
+    /// Waits for running calls, checkpoints the WAL, and writes a copy of the store encrypted with
+    /// `newKey` next to it (`<path>.rekey`, with `sqlcipher_export` through the writer connection, the
+    /// same cipher settings); only when that copy is complete and synced does it replace the store, by
+    /// `rename` (atomic), after which every connection is reopened with the new key. So a failure at any
+    /// step — an I/O error, a full disk, a crash — leaves a store that one of the two keys opens whole:
+    /// the old one until the rename, the new one after it (an in-place `sqlite3_rekey` that fails half-way
+    /// leaves pages under both keys, which neither opens; docs/reliability.md, "I/O faults"). Needs room
+    /// for a second copy of the file. No other process may have the store open.
     public func rekey(to newKey: SQLCipherKey) throws {
         try lock.replace { engine in
-            try engine.withExclusiveWriter { db, api in
-                let raw = RawConnection(api: api, db: db)
-                try raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                try raw.execute("PRAGMA journal_mode = DELETE")
-                guard let rekey = api.rekey else { throw LocalStoreError(.libraryMissing, "the loaded library has no sqlite3_rekey") }
-                let rc = try newKey.material.withBytes { rekey(db, $0.baseAddress, Int32($0.count)) }
-                guard rc == SQLite.OK else { throw raw.failure(rc, "sqlite3_rekey") }
-                try raw.execute("PRAGMA journal_mode = WAL")
+            let staging = path + ".rekey"
+            let fm = FileManager.default
+            try? fm.removeItem(atPath: staging)  // left by an interrupted rekey: the store itself is whole
+            do {
+                try engine.withExclusiveWriter { db, api in
+                    let raw = RawConnection(api: api, db: db)
+                    try raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                    try raw.execute("PRAGMA cipher_default_page_size = \(options.cipherPageSize)")
+                    try raw.execute("PRAGMA cipher_default_kdf_iter = \(options.kdfIterations)")
+                    try newKey.material.withBytes { bytes in
+                        try raw.execute("ATTACH DATABASE ? AS rekey_target KEY ?", [.text(staging), .bytes(bytes)])
+                    }
+                    defer { try? raw.execute("DETACH DATABASE rekey_target") }
+                    try raw.execute("SELECT sqlcipher_export('rekey_target')")
+                }
+                try Self.syncFile(staging)
+            } catch {
+                try? fm.removeItem(atPath: staging)
+                throw error
             }
             try engine.close()
-            return try Self.openEngine(
-                path: path, key: newKey, names: systemTableNames, options: options, api: api, logger: logger,
-                changes: changeCenter)
+            // The WAL was checkpointed into the file and is empty; a stale one must not meet the new file.
+            for suffix in ["-wal", "-shm"] { try? fm.removeItem(atPath: path + suffix) }
+            guard Glibc.rename(staging, path) == 0 else {
+                let code = errno
+                try? fm.removeItem(atPath: staging)
+                throw LocalStoreError(.ioError, "rekey: cannot replace '\(path)' with its re-encrypted copy: \(String(cString: strerror(code)))")
+            }
+            // From here the store is under the new key: the rekey is done, whatever happens next.
+            let directory = (path as NSString).deletingLastPathComponent
+            try? Self.syncFile(directory.isEmpty ? "." : directory)
+            var attempt = 0
+            while true {
+                do {
+                    return try Self.openEngine(
+                        path: path, key: newKey, names: systemTableNames, options: options, api: api, logger: logger,
+                        changes: changeCenter)
+                } catch let e as LocalStoreError where attempt == 0 && (e.code == .ioError || e.code == .full || e.code == .internal) {
+                    attempt += 1  // one more try: a passing I/O failure must not look like a failed rekey
+                } catch {
+                    throw LocalStoreError(
+                        .ioError,
+                        "'\(path)' was re-encrypted with the new key (only it opens the file now), but reopening it failed: \(error)")
+                }
+            }
         }
+    }
+
+    /// `fsync` of a file or directory; `ioError` when it fails.
+    private static func syncFile(_ path: String) throws {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw LocalStoreError(.ioError, "cannot open '\(path)' to sync it: \(String(cString: strerror(errno)))") }
+        defer { _ = Glibc.close(fd) }
+        guard fsync(fd) == 0 else { throw LocalStoreError(.ioError, "cannot sync '\(path)': \(String(cString: strerror(errno)))") }
     }
 
     /// Writes an encrypted copy of the plain SQLite store at `plainPath` to the new file `encryptedPath`

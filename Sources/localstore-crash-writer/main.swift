@@ -39,6 +39,11 @@
 //       SyncCrashWorkload.runChild: opens the client store and the SQLite-backed table service, prints
 //       "ready", then edits the client store ("edit <seq> <kind> <id>" after each enqueue returned)
 //       while a SyncContext pushes and pulls, until killed.
+//   localstore-crash-writer faults <backend> <path> <at> <EIO|ENOSPC>
+//       FaultWorkload: opens the store (SQL backends through the fault VFS), prints "ready", then runs
+//       the workload's steps with the <at>-th write, sync or truncate call on the store's files failing
+//       (0: none), printing "ok <step>" after each call that returned and "error <step> <code> <message>"
+//       for the first that threw (then it stops); then "calls <n>" (the calls counted) and "done".
 //   localstore-crash-writer powerloss-record <profile> <empty dir> <log> <first> <second>
 //       Records (CPowerLoss) every write, sync, creation and directory sync of a store created in
 //       <dir> by the power-loss workload (PowerLoss.Profile.record) into <log>; prints "recorded
@@ -96,6 +101,27 @@ func onThread(stackKiB: Int, _ body: @escaping @Sendable () -> Void) {
     thread.stackSize = stackKiB << 10
     thread.start()
     done.wait()
+}
+
+/// Puts the recording (and fault) VFS into the SQLite library `backend`'s store will use, before it
+/// opens anything; LMDB needs none (the libc interposers see its calls).
+func installRecordingVFS(_ backend: ReliabilityBackend) {
+    switch backend {
+    case .sqlite:
+        let library = dlopen(nil, RTLD_NOW)
+        guard let find = dlsym(library, "sqlite3_vfs_find"), let register = dlsym(library, "sqlite3_vfs_register") else {
+            die("the system SQLite's sqlite3_vfs_find/sqlite3_vfs_register are not in this process")
+        }
+        guard powerloss_install_vfs(find, register) == 0 else { die("cannot register the recording VFS") }
+    case .sqlcipher:
+        // The same flags as LocalStoreSQLCipher's loader: this returns the instance it will use.
+        guard let library = dlopen("libsqlcipher.so.0", RTLD_NOW | RTLD_LOCAL | Int32(0x00008)),
+            let find = dlsym(library, "sqlite3_vfs_find"), let register = dlsym(library, "sqlite3_vfs_register")
+        else { die("cannot load libsqlcipher.so.0's sqlite3_vfs_find/sqlite3_vfs_register") }
+        guard powerloss_install_vfs(find, register) == 0 else { die("cannot register the recording VFS in SQLCipher") }
+    case .lmdb:
+        break
+    }
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -244,28 +270,37 @@ case "lookups":
     }
     say("lookups found=\(tally.found) missing=\(tally.missing) corrupt=\(tally.corrupt) other=\(tally.other) \(first)")
 
+case "faults":
+    guard arguments.count == 5, let at = Int(arguments[3]), ["EIO", "ENOSPC"].contains(arguments[4]) else {
+        die("usage: faults <backend> <path> <at> <EIO|ENOSPC>", code: 2)
+    }
+    let faultBackend = backend(1)
+    let storePath = URL(fileURLWithPath: arguments[2]).standardizedFileURL.resolvingSymlinksInPath().path
+    let root = (storePath as NSString).deletingLastPathComponent
+    installRecordingVFS(faultBackend)
+    powerloss_fault_prepare(root, Int32(faultBackend == .lmdb ? POWERLOSS_MODE_LIBC : POWERLOSS_MODE_VFS))
+    let store = openOrSayWhy(faultBackend, storePath)
+    say("ready")
+    powerloss_fault_arm(at, arguments[4] == "EIO" ? EIO : ENOSPC)
+    for (n, step) in FaultWorkload.steps(faultBackend).enumerated() {
+        do {
+            try step.run(store)
+            say("ok \(n + 1)")
+        } catch {
+            say("error \(n + 1) \(describe(error))")
+            break
+        }
+    }
+    say("calls \(powerloss_fault_stop())")
+    try? store.close()
+    say("done")
+
 case "powerloss-record":
     guard arguments.count == 6, let profile = PowerLoss.Profile(arguments[1]), let first = Int(arguments[4]),
         let second = Int(arguments[5])
     else { die("usage: powerloss-record <profile> <empty dir> <log> <first> <second>", code: 2) }
     let directory = URL(fileURLWithPath: arguments[2]).standardizedFileURL.resolvingSymlinksInPath().path
-    // The recording VFS goes into the SQLite library the store will use, before it opens anything.
-    switch profile.backend {
-    case .sqlite:
-        let library = dlopen(nil, RTLD_NOW)
-        guard let find = dlsym(library, "sqlite3_vfs_find"), let register = dlsym(library, "sqlite3_vfs_register") else {
-            die("the system SQLite's sqlite3_vfs_find/sqlite3_vfs_register are not in this process")
-        }
-        guard powerloss_install_vfs(find, register) == 0 else { die("cannot register the recording VFS") }
-    case .sqlcipher:
-        // The same flags as LocalStoreSQLCipher's loader: this returns the instance it will use.
-        guard let library = dlopen("libsqlcipher.so.0", RTLD_NOW | RTLD_LOCAL | Int32(0x00008)),
-            let find = dlsym(library, "sqlite3_vfs_find"), let register = dlsym(library, "sqlite3_vfs_register")
-        else { die("cannot load libsqlcipher.so.0's sqlite3_vfs_find/sqlite3_vfs_register") }
-        guard powerloss_install_vfs(find, register) == 0 else { die("cannot register the recording VFS in SQLCipher") }
-    case .lmdb:
-        break
-    }
+    installRecordingVFS(profile.backend)
     let mode = Int32(profile.backend == .lmdb ? POWERLOSS_MODE_LIBC : POWERLOSS_MODE_VFS)
     guard powerloss_start(directory, arguments[3], mode) == 0 else { die("cannot create the log '\(arguments[3])'") }
     do {

@@ -47,6 +47,19 @@ void powerloss_mark(int64_t seq, int64_t opId);
 /// that library's `sqlite3_vfs_find` and `sqlite3_vfs_register`. Returns an SQLite result code (0 = OK).
 int powerloss_install_vfs(void *vfsFind, void *vfsRegister);
 
+/// Fault injection: files under `root` (absolute, no trailing slash) opened from now on through the VFS
+/// shim (`POWERLOSS_MODE_VFS`), or any descriptor of a file under it (`POWERLOSS_MODE_LIBC`), become
+/// subject to ``powerloss_fault_arm``.
+void powerloss_fault_prepare(const char *root, int mode);
+
+/// Starts counting the write, sync and truncate calls on those files; the `at`-th (1-based; 0 never)
+/// fails: the libc calls return -1 with `errnoValue` (EIO or ENOSPC), the VFS returns SQLITE_IOERR_* or,
+/// for ENOSPC, SQLITE_FULL. Nothing is written by the failed call.
+void powerloss_fault_arm(long at, int errnoValue);
+
+/// Stops failing and counting; returns how many calls were counted since `powerloss_fault_arm`.
+long powerloss_fault_stop(void);
+
 #ifdef __cplusplus
 }
 #endif
