@@ -39,7 +39,7 @@ public enum ConflictResolution: Sendable, Hashable {
     case merge(Item)
     /// The local change is given up: the local item and the item's queued operations are removed.
     case discard
-    /// Nothing is decided: the error stays recorded (``LocalStoreAccess/pushErrors()``) and the item's
+    /// Nothing is decided: the error stays recorded (`LocalStoreAccess.pushErrors()`) and the item's
     /// operations stay queued, held, until the application resolves it with the store's resolutions.
     case manual
 }

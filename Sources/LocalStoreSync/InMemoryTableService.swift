@@ -11,11 +11,11 @@ import LocalStore
 ///   missing or deleted item is a 404. A replace sets every column the service knows (absent ones to
 ///   null); system columns sent by the client are ignored.
 /// - A page is the query's result (filter, order, `$skip`, `$top`), deleted items only with
-///   ``PullRequest/includeDeleted``; at most ``maximumPageSize`` items.
+///   `PullRequest.includeDeleted`; at most `maximumPageSize` items.
 ///
-/// Its rows live in a ``LocalStore`` — an ``InMemoryStore`` by default, or any store, so that two
+/// Its rows live in a `LocalStore` — an `InMemoryStore` by default, or any store, so that two
 /// processes can share a service through a file. Each request is one transaction of that store.
-/// ``setOffline(_:)`` and ``failNextRequests(_:with:)`` simulate the network for tests.
+/// `setOffline(_:)` and `failNextRequests(_:with:)` simulate the network for tests.
 public actor InMemoryTableService: SyncTransport {
     /// The store holding the service's tables.
     public nonisolated let store: any LocalStore
@@ -27,7 +27,7 @@ public actor InMemoryTableService: SyncTransport {
     /// Every request received, in order, as `METHOD table[/id][?query]` (a refused one too).
     public private(set) var requests: [String] = []
 
-    /// Creates a service over `store` (a new ``InMemoryStore`` by default). `clock` gives the time
+    /// Creates a service over `store` (a new `InMemoryStore` by default). `clock` gives the time
     /// stamped into `updatedAt` (made strictly increasing).
     public init(
         store: (any LocalStore)? = nil, maximumPageSize: Int = 1_000, clock: @escaping @Sendable () -> Date = { Date() }

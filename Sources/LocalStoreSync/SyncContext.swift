@@ -12,7 +12,7 @@ public struct SyncSettings: Sendable, Hashable {
     /// merge) before it leaves the conflict recorded for the application. Default 3.
     public var maximumConflictRetries: Int
     /// The first wait of the automatic push after it stopped (offline, or errors left unresolved);
-    /// doubled after each such push up to ``automaticPushMaximumDelay``.
+    /// doubled after each such push up to `automaticPushMaximumDelay`.
     public var automaticPushInitialDelay: Duration
     /// The longest wait of the automatic push.
     public var automaticPushMaximumDelay: Duration
@@ -30,11 +30,11 @@ public struct SyncSettings: Sendable, Hashable {
     }
 }
 
-/// The offline-sync engine over any ``LocalStore``: push the operation queue, pull tables
+/// The offline-sync engine over any `LocalStore`: push the operation queue, pull tables
 /// incrementally, purge — the counterpart of the iOS SDK's `MSSyncContext` and .NET's
 /// `MobileServiceSyncContext`.
 ///
-/// Local edits go through the store's typed queue (``LocalStoreAccess/enqueue(_:_:into:)``); the
+/// Local edits go through the store's typed queue (`LocalStoreAccess.enqueue(_:_:into:)`); the
 /// context sends them through a ``SyncTransport`` and applies what the service answers:
 ///
 /// ```swift
@@ -46,14 +46,14 @@ public struct SyncSettings: Sendable, Hashable {
 ///
 /// - **Push**: one push at a time per store in this process (a second caller joins the running push
 ///   and gets its result), in queue order. An operation the server refuses is recorded as a
-///   ``PushError`` and the item's later operations are held behind it; a conflict (409/412) goes to
+///   `PushError` and the item's later operations are held behind it; a conflict (409/412) goes to
 ///   the ``SyncConflictHandler``; a transient or authentication failure stops the push with every
 ///   operation still queued and none left in flight.
 /// - **Pull**: pages ordered by `updatedAt` then `id`, each page after the last item of the previous
 ///   one (no page is fetched twice, and an item changed during the pull is not missed), applied with
-///   ``LocalStoreAccess/applyPulledPage(_:into:queryId:)``; with a query id, incremental from the
+///   `LocalStoreAccess.applyPulledPage(_:into:queryId:)`; with a query id, incremental from the
 ///   delta token. Tables with pending operations are pushed first (``SyncSettings/pushBeforePull``).
-/// - **Purge**: ``purge(_:where:queryId:)`` resets the query's token; ``forcePurge(_:)`` waits for a
+/// - **Purge**: `purge(_:where:queryId:)` resets the query's token; `forcePurge(_:)` waits for a
 ///   running push.
 ///
 /// One process should push a store at a time: the in-flight marks of another process's push are
@@ -190,7 +190,7 @@ public actor SyncContext {
 
     // MARK: Automatic push
 
-    /// Pushes whenever the queue is not empty, until ``stopAutomaticPush()``. After a push that
+    /// Pushes whenever the queue is not empty, until `stopAutomaticPush()`. After a push that
     /// stopped (offline) it waits ``SyncSettings/automaticPushInitialDelay``, doubling up to
     /// ``SyncSettings/automaticPushMaximumDelay``; after a push that left errors unresolved it waits
     /// the same, or until the store commits another change (a new edit or a resolution) — never a
@@ -318,7 +318,7 @@ struct PushEngine: Sendable {
 
     /// Operations sent before but never completed (the process died, or the answer was lost) may have
     /// reached the server: for each, the server's item is read, and when it holds exactly what was
-    /// sent the operation is completed with it (``LocalStoreAccess/complete(_:serverItem:)`` then
+    /// sent the operation is completed with it (`LocalStoreAccess.complete(_:serverItem:)` then
     /// brings the server's version to the row and to any later operation of the item). Otherwise the
     /// operation is pushed as usual. Returns the failure that stops the push, if any.
     private func recoverLandedWrites() async throws -> SyncTransportError? {

@@ -13,7 +13,7 @@ public struct PushResult: Sendable, Hashable {
         /// The server refused it with a conflict, and the handler's resolution was applied.
         case resolved(ConflictResolution)
         /// The server refused it: the error is recorded and the item's later operations are held
-        /// until it is resolved (``LocalStoreAccess/pushErrors()``, ``SyncContext/retry(_:)``).
+        /// until it is resolved (`LocalStoreAccess.pushErrors()`, ``SyncContext/retry(_:)``).
         case failed(PushError)
         /// Not sent: an earlier operation of the same item (its id given) has an unresolved error.
         case held(behind: Int64)

@@ -12,7 +12,7 @@ import LocalStore
 ///   with every operation still queued, anything else is recorded as a push error. Any other error
 ///   thrown (a `CancellationError` included) stops the push like a transient one.
 /// - Items carry the server's system columns (`version`, `updatedAt`, `createdAt`, `deleted`) as
-///   ``Value``s: dates as `.date`, the version as `.string`.
+///   `Value`s: dates as `.date`, the version as `.string`.
 /// - Calls may run on any task; a transport is `Sendable`.
 public protocol SyncTransport: Sendable {
     /// Creates `item` (which has its `id`) in `table`; returns the item as the server stored it.
@@ -26,11 +26,11 @@ public protocol SyncTransport: Sendable {
     func replace(_ item: Item, in table: String, ifVersion version: String?) async throws -> Item
 
     /// Deletes (soft-deletes, on a service that keeps deleted items) item `id` of `table`, only while
-    /// its `version` is `version` (unconditionally when `nil`). The same errors as ``replace(_:in:ifVersion:)``.
+    /// its `version` is `version` (unconditionally when `nil`). The same errors as `replace(_:in:ifVersion:)`.
     func delete(id: String, from table: String, ifVersion version: String?) async throws
 
     /// One page of `request` (its query names the table, the filter, the order, `$skip` and `$top`);
-    /// deleted items are included when ``PullRequest/includeDeleted`` is set.
+    /// deleted items are included when `PullRequest.includeDeleted` is set.
     func page(_ request: PullRequest) async throws -> SyncPage
 }
 
