@@ -261,12 +261,14 @@ struct EngineTests {
     }
 }
 
-/// Waits up to 10 s for `condition`.
-func eventually(_ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(10)
+/// Waits up to a minute for `condition` (the full suite loads both cores; alone it takes milliseconds).
+func eventually(
+    _ what: String = "condition", sourceLocation: SourceLocation = #_sourceLocation, _ condition: () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + .seconds(60)
     while ContinuousClock.now < deadline {
         if try await condition() { return }
         try await Task.sleep(for: .milliseconds(20))
     }
-    Issue.record("condition not met within 10 s")
+    Issue.record("\(what) not met within 60 s", sourceLocation: sourceLocation)
 }
