@@ -47,3 +47,26 @@ public enum ODataStress {
         say("done")
     }
 }
+
+/// A value a thread hands back.
+final class ThreadResult<T: Sendable>: @unchecked Sendable {
+    var value: T?
+}
+
+/// Runs a closure on a new thread with a given stack size and waits for its result.
+public enum OnThread {
+    /// `body`'s result, computed on a thread whose stack is `stackKiB` KiB (`nil` only if the thread
+    /// could not deliver it).
+    public static func run<T: Sendable>(stackKiB: Int, _ body: @escaping @Sendable () -> T) -> T? {
+        let result = ThreadResult<T>()
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            result.value = body()
+            done.signal()
+        }
+        thread.stackSize = stackKiB << 10
+        thread.start()
+        done.wait()
+        return result.value
+    }
+}

@@ -85,6 +85,37 @@ say("FUZZ odata: \(odataStats) [\(elapsed())]")
 failures += odataStats.disagreements
 total += odataStats.executions
 
+// 4. OData bounds: long flat chains, deep nesting, long arithmetic and long literals, parsed by every entry
+// point on a 512 KiB thread (docs/semantics.md, "Parser bounds"): a result or invalidQuery, never a crash.
+// Nesting within the limit runs on an 8 MiB thread (it recurses once per level).
+var boundsRandom = SplitMix(seed: seed ^ 0x0DA7A)
+var boundsCases = 0
+var boundsRefused = 0
+for round in 0..<36 {
+    let shape = ODataStress.shapes[round % ODataStress.shapes.count]
+    let limit = ["or-chain": 1_000_000, "and-chain": 1_000_000, "nesting": 100_000, "not-nesting": 100_000, "arithmetic": 100_000][shape] ?? 4_000_000
+    var n = 1 + boundsRandom.below(round < 6 ? limit : max(1, limit >> (round % 12)))
+    // Parentheses within the limit recurse once per level (up to ~2 MiB of stack in a debug build,
+    // docs/semantics.md): those get an 8 MiB thread; beyond the limit the scan refuses them on 512 KiB.
+    let nested = shape == "nesting" || shape == "not-nesting"
+    let deep = nested && round % 2 == 0
+    if nested && !deep { n = max(n, 1_000) }
+    let size = n
+    let lines = OnThread.run(stackKiB: deep ? 8192 : 512) { () -> [String] in
+        var out: [String] = []
+        ODataStress.exercise(shape, size) { out.append($0) }
+        return out
+    } ?? ["filter no result"]
+    for line in lines where line.hasPrefix("filter ") || line.hasPrefix("query ") || line.hasPrefix("pull ") {
+        boundsCases += 1
+        if line.contains("invalidQuery") { boundsRefused += 1 } else if !line.hasSuffix(" ok") {
+            failures.append("odata bounds \(shape) \(n): \(line.prefix(200))")
+        }
+    }
+}
+say("FUZZ odata bounds: \(boundsCases) parses of long chains, deep nesting, long arithmetic and literals (512 KiB threads; nesting within the limit on 8 MiB), \(boundsRefused) refused with invalidQuery [\(elapsed())]")
+total += boundsCases
+
 say("FUZZ TOTAL: \(total) executions (\(queryStats.queries) queries evaluated on \(backends.count) backends + the reference, "
     + "\(recordFuzzer.stats.executions + recordFuzzer.stats.catalogExecutions) LMDB decoder inputs, \(odataStats.executions) OData parses), "
     + "\(failures.count) failures, seed \(seed), \(elapsed())")
