@@ -289,7 +289,11 @@ extension LocalStoreAccess {
                 throw LocalStoreError(.invalidValue, "the id of an item of \(schema.name) must not be empty", table: schema.name, column: "id")
             }
             let existing = try tx.queuedOperations(table: schema.name, itemId: itemId).last
-            let rule = CollapseRule.decide(existing: existing?.kind, inFlight: existing?.isInFlight ?? false, new: kind)
+            // An operation that was sent and not completed (its `sent` record: the answer was lost, or
+            // the process died) may be on the server already: like one in flight, nothing collapses into
+            // it — a delete must not cancel an insert the server may have applied.
+            let onTheWire = existing.map { $0.isInFlight || $0.extraProperties["sent"] != nil } ?? false
+            let rule = CollapseRule.decide(existing: existing?.kind, inFlight: onTheWire, new: kind)
             if rule == .notSupported, let existing {
                 throw LocalStoreError(
                     .constraint,

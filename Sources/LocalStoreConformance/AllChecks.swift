@@ -85,6 +85,7 @@ extension ConformanceSuite {
         ConformanceCheck(name: "purgeResetsQueryToken", purgeResetsQueryToken),
         ConformanceCheck(name: "collapseRemovesPushErrors", collapseRemovesPushErrors),
         ConformanceCheck(name: "upsertEmptyIdRefused", upsertEmptyIdRefused),
+        ConformanceCheck(name: "sentOperationsDoNotCollapse", sentOperationsDoNotCollapse),
         ConformanceCheck(name: "nestedTypedCallsAreAtomic", nestedTypedCallsAreAtomic),
         ConformanceCheck(name: "nestedFailuresLeaveNothing", nestedFailuresLeaveNothing),
         ConformanceCheck(name: "pulledPageRules", pulledPageRules),

@@ -116,9 +116,11 @@ public actor InMemoryTableService: SyncTransport {
             let live: QueryPredicate = .or([Field("deleted") == false, Field("deleted") == nil])
             query.predicate = query.predicate.map { .and([$0, live]) } ?? live
         }
-        query.top = min(query.top ?? maximumPageSize, maximumPageSize)
+        let asked = query.top ?? Int.max
+        query.top = min(asked, maximumPageSize)
         let items = try await store.read(query).items.map(Self.wire)
-        return SyncPage(items: items)
+        // Cut to the service's page size: say whether more may follow, as a nextLink does.
+        return SyncPage(items: items, hasMore: asked > maximumPageSize ? items.count == maximumPageSize : nil)
     }
 
     // MARK: Reading the service's state (tests)

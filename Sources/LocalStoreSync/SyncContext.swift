@@ -145,7 +145,10 @@ public actor SyncContext {
             let filter: QueryPredicate? = conditions.isEmpty ? nil : conditions.count == 1 ? conditions[0] : .and(conditions)
             let query = Query(table, where: filter, sort: [SortKey("updatedAt"), SortKey("id")], skip: skip, top: settings.pageSize)
             let page = try await transport.page(PullRequest(query: query, includeDeleted: true, parameters: parameters))
-            let applied = try await store.applyPulledPage(page.items, into: table, queryId: queryId)
+            // A push may have completed while this page was on its way (an automatic push, another
+            // caller): an item older than the row's own `updatedAt` is the state before that push.
+            let fresh = try await Self.notOlderThanLocal(page.items, in: table, store: store)
+            let applied = try await store.applyPulledPage(fresh, into: table, queryId: queryId)
             result.pages += 1
             result.upserted += applied.upserted
             result.deleted += applied.deleted
@@ -163,6 +166,18 @@ public actor SyncContext {
         if let queryId, result.deltaToken == nil { result.deltaToken = try await store.deltaToken(table: table, queryId: queryId) }
         hub.emit(.pullFinished(result))
         return result
+    }
+
+    /// `items` without those whose `updatedAt` is earlier than the local row's.
+    static func notOlderThanLocal(_ items: [Item], in table: String, store: any LocalStore) async throws -> [Item] {
+        try await store.run { local in
+            try items.filter { item in
+                guard let id = item.stringId, let theirs = item.value(forColumn: "updatedAt")?.dateValue,
+                    let mine = try local.read(table: table, id: .string(id))?.value(forColumn: "updatedAt")?.dateValue
+                else { return true }
+                return theirs >= mine
+            }
+        }
     }
 
     // MARK: Purge
@@ -263,11 +278,11 @@ struct PushEngine: Sendable {
             heldBehind[key] = min(heldBehind[key] ?? error.operationId, error.operationId)
         }
         hub.emit(.pushStarted(pending: try await store.pendingOperationCount()))
+        defer { hub.emit(.pushFinished(pushed: result.pushedCount, failed: result.errors.count, held: result.heldOperationIds.count, stopped: result.stoppedBy != nil)) }
         if let failure = try await recoverLandedWrites() {
             result.stoppedBy = failure
             return result
         }
-        defer { hub.emit(.pushFinished(pushed: result.pushedCount, failed: result.errors.count, held: result.heldOperationIds.count, stopped: result.stoppedBy != nil)) }
         var after: Int64 = 0
         var attempts: [Int64: Int] = [:]
         while true {
@@ -286,7 +301,13 @@ struct PushEngine: Sendable {
                 try await releaseInFlight()  // the queue changed under us: read it again, nothing left marked
                 continue
             }
-            let step = try await send(op, item: item, attempt: attempts[op.id, default: 0])
+            let step: Step
+            do {
+                step = try await send(op, item: item, attempt: attempts[op.id, default: 0])
+            } catch {
+                try? await releaseInFlight()  // a store failure while handling the answer: nothing stays in flight
+                throw error
+            }
             switch step {
             case .done(let outcome):
                 record(&result, op, outcome)
@@ -323,7 +344,10 @@ struct PushEngine: Sendable {
     /// operation is pushed as usual. Returns the failure that stops the push, if any.
     private func recoverLandedWrites() async throws -> SyncTransportError? {
         for op in try await store.queuedOperations() {
-            guard let sent = SentOperationRecord(op), let sentJSON = sent.item, let sentItem = ItemJSON.item(sentJSON) else { continue }
+            let schema = try await store.schema(of: op.table)
+            guard let sent = SentOperationRecord(op), let sentJSON = sent.item, let sentItem = ItemJSON.item(sentJSON, schema: schema) else {
+                continue
+            }
             let query = Query(op.table, where: Field("id") == .literal(.string(op.itemId)), top: 1)
             let page: SyncPage
             do {
@@ -380,7 +404,6 @@ struct PushEngine: Sendable {
                 }
                 let error = try await store.recordPushError(
                     for: op, statusCode: failure.statusCode, message: failure.message, serverItem: server, item: item)
-                guard attempt < settings.maximumConflictRetries else { return .failed(error) }
                 let conflict = SyncConflict(operation: op, error: error, localItem: item, serverItem: server, statusCode: failure.statusCode)
                 let resolution: ConflictResolution
                 do {
@@ -399,7 +422,14 @@ struct PushEngine: Sendable {
                     return .failed(error)
                 }
                 if resolution == .manual { return .failed(error) }
-                return sendAgain ? .again(resolution) : .done(.resolved(resolution))
+                // A resolution that could not apply (client wins on an item the server deleted, a missing
+                // row) leaves the error recorded: a failure, and the item's later operations wait.
+                if !(try await store.operationErrors(operationId: op.id)).isEmpty, try await store.queuedOperation(id: op.id) != nil {
+                    return .failed(error)
+                }
+                guard sendAgain else { return .done(.resolved(resolution)) }
+                // Sent again in this push up to `maximumConflictRetries` times; after that at the next push.
+                return attempt < settings.maximumConflictRetries ? .again(resolution) : .done(.resolved(resolution))
             }
             let error = try await store.recordPushError(
                 for: op, statusCode: failure.statusCode, message: failure.message, serverItem: failure.serverItem, item: item)
@@ -452,7 +482,7 @@ struct PushEngine: Sendable {
         case .clientWins, .merge:
             if serverDeleted {
                 // Deleted on the server: a delete is done; a replace cannot succeed (the application decides).
-                if op.kind == .delete { try tx.cancelAndUpdate(error, with: server) }
+                if op.kind == .delete { try tx.cancelAndDiscard(error) }  // gone on both sides: done
                 return false
             }
             var item: Item
@@ -487,9 +517,19 @@ struct PushEngine: Sendable {
     }
 
     /// Whether `server` holds every non-system column of `sent` with the same value.
+    /// Whether `server` holds the non-system columns of `sent` that it returns (a column only the client
+    /// has cannot be compared), dates compared at the milliseconds the wire and the `sent` record keep.
     static func sameUserColumns(_ sent: Item, _ server: Item) -> Bool {
         for (key, value) in outgoing(sent, keepVersion: false) where ASCII.lowercased(key) != "id" {
-            if (server.value(forColumn: key) ?? .null) != value { return false }
+            guard let theirs = server.value(forColumn: key) else {
+                if value.isNull { continue }
+                continue  // not returned by the server: nothing to compare
+            }
+            if case .date(let a) = value, case .date(let b) = theirs {
+                if (a.timeIntervalSince1970 * 1000).rounded() != (b.timeIntervalSince1970 * 1000).rounded() { return false }
+                continue
+            }
+            if theirs != value { return false }
         }
         return true
     }

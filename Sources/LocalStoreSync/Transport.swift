@@ -10,7 +10,7 @@ import LocalStore
 ///   a conflict or a failed precondition goes to the conflict handler with the server's item,
 ///   ``SyncTransportError/Kind/transient`` and ``SyncTransportError/Kind/unauthorized`` stop the push
 ///   with every operation still queued, anything else is recorded as a push error. Any other error
-///   thrown (a `CancellationError` included) stops the push like a transient one.
+///   thrown stops the push like a transient one; a `CancellationError` ends it (nothing left in flight).
 /// - Items carry the server's system columns (`version`, `updatedAt`, `createdAt`, `deleted`) as
 ///   `Value`s: dates as `.date`, the version as `.string`.
 /// - Calls may run on any task; a transport is `Sendable`.

@@ -230,6 +230,43 @@ struct EngineTests {
         #expect(seen.filter { if case .pagePulled = $0 { return true } else { return false } }.count == 2)
     }
 
+    @Test("a write whose answer was lost is recognised on the next push (date columns too); an edit made meanwhile follows it")
+    func lostAnswerIsRecovered() async throws {
+        let schema = TableSchema("Dated", ["id": .string, "text": .string, "due": .date, "version": .string, "updatedAt": .date])
+        let service = try InMemoryTableService()
+        try await service.defineTable(schema)
+        let loseAnswer = Box(true)
+        let transport = LosingTransport(inner: service, loseNext: loseAnswer)
+        let store = try InMemoryStore()
+        try await store.defineTable(schema)
+        let sync = SyncContext(store: store, transport: transport)  // manual: any conflict would stay recorded
+        let due = Date(timeIntervalSince1970: 1_760_000_000.123_456)  // finer than the wire's milliseconds
+        try await store.enqueue(.insert, ["id": "d", "text": "first", "due": .date(due)], into: "Dated")
+        let lost = try await sync.push()
+        #expect(lost.stoppedBy?.kind == .transient, "the answer was lost")
+        #expect(try await service.items(in: "Dated").count == 1, "but the service applied it")
+        // Edited meanwhile: its own operation (the insert may be on the server), not a collapse.
+        try await store.enqueue(.update, ["id": "d", "text": "second"], into: "Dated")
+        try await store.enqueue(.delete, ["id": "d"], into: "Dated")
+        let again = try await sync.push()
+        #expect(again.isComplete, "\(again)")
+        #expect(try await store.pushErrors().isEmpty, "no conflict with the client's own write")
+        #expect(try await service.items(in: "Dated").isEmpty, "the delete reached the service")
+        #expect(try await service.items(in: "Dated", includeDeleted: true).count == 1)
+    }
+
+    @Test("a service that cuts pages to its own size: the pull goes on until the service says it is done")
+    func servicePageLimit() async throws {
+        let service = try InMemoryTableService(maximumPageSize: 10)
+        try await service.defineTable(Self.schema)
+        let store = try InMemoryStore()
+        try await store.defineTable(Self.schema)
+        for i in 0..<25 { try await service.serverSave(["id": .string("l\(i)"), "text": "x"], in: "TodoItem") }
+        let sync = SyncContext(store: store, transport: service, settings: SyncSettings(pageSize: 50))
+        let pulled = try await sync.pull("TodoItem", queryId: "all")
+        #expect(pulled.upserted == 25 && pulled.pages == 3, "\(pulled)")
+    }
+
     // MARK: Automatic push
 
     @Test("automatic push sends committed changes, and backs off while offline or while errors stay unresolved")

@@ -75,3 +75,30 @@ func replica(_ items: [Item]) -> [String: [String: Value]] {
     }
     return out
 }
+
+/// A transport whose next insert or replace reaches the service but whose answer is lost (transient).
+struct LosingTransport: SyncTransport {
+    let inner: any SyncTransport
+    let loseNext: Box<Bool>
+
+    private func lose() throws {
+        if loseNext.value {
+            loseNext.value = false
+            throw SyncTransportError(.transient, message: "the connection dropped before the answer")
+        }
+    }
+    func insert(_ item: Item, into table: String) async throws -> Item {
+        let answer = try await inner.insert(item, into: table)
+        try lose()
+        return answer
+    }
+    func replace(_ item: Item, in table: String, ifVersion version: String?) async throws -> Item {
+        let answer = try await inner.replace(item, in: table, ifVersion: version)
+        try lose()
+        return answer
+    }
+    func delete(id: String, from table: String, ifVersion version: String?) async throws {
+        try await inner.delete(id: id, from: table, ifVersion: version)
+    }
+    func page(_ request: PullRequest) async throws -> SyncPage { try await inner.page(request) }
+}

@@ -107,6 +107,7 @@ struct ConformanceTests {
         "purgeResetsQueryToken",
         "collapseRemovesPushErrors",
         "upsertEmptyIdRefused",
+        "sentOperationsDoNotCollapse",
         "nestedTypedCallsAreAtomic",
         "nestedFailuresLeaveNothing",
         "pulledPageRules",
@@ -255,6 +256,7 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func purgeResetsQueryToken(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func collapseRemovesPushErrors(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func upsertEmptyIdRefused(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func sentOperationsDoNotCollapse(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func nestedTypedCallsAreAtomic(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func nestedFailuresLeaveNothing(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pulledPageRules(_ backend: StoreFactory) throws { try runCheck(backend) }

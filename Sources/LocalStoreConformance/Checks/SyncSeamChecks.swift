@@ -172,4 +172,19 @@ extension ConformanceSuite {
             try expectNil(try store.read(table: "QItem", id: ""), "reading an empty id is nil")
         }
     }
+
+    /// An operation that was sent and not completed (`sent` record; the answer was lost) is treated as in
+    /// flight by `enqueue`: a delete of its item is queued as its own operation instead of cancelling an
+    /// insert the server may already have applied.
+    public static func sentOperationsDoNotCollapse(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(queueSchema)
+            try store.enqueue(.insert, ["id": "a", "text": "x"], into: "QItem")
+            let sent = try unwrap(try store.beginSending(), "sending a").operation
+            try store.releaseInFlightOperations()  // the answer was lost: no longer in flight, still sent
+            let outcome = try store.enqueue(.delete, ["id": "a"], into: "QItem")
+            guard case .added(let delete) = outcome else { throw ConformanceFailure("the delete collapsed into the sent insert: \(outcome)") }
+            try expectEqual(try store.queuedOperations().map(\.id), [sent.id, delete.id], "both operations are queued")
+        }
+    }
 }
