@@ -188,6 +188,9 @@ public enum CollapseRule: Sendable, Hashable {
 /// operation in flight and stores this under the `properties` key `"sent"`, so that after a crash
 /// or a lost answer the next push can ask the server whether this request landed.
 public struct SentOperationRecord: Sendable, Hashable {
+    /// The `properties` key of the record.
+    static let key = "sent"
+
     /// The operation's kind when it was sent.
     public var kind: OperationKind
     /// The operation's version when it was sent.
@@ -197,7 +200,7 @@ public struct SentOperationRecord: Sendable, Hashable {
 
     /// Reads the record from `op`'s properties; `nil` when there is none or it is damaged.
     public init?(_ op: QueuedOperation) {
-        guard case .object(let m)? = op.extraProperties["sent"], let kindValue = m["kind"], let kind = OperationKind(kindValue),
+        guard case .object(let m)? = op.extraProperties[Self.key], let kindValue = m["kind"], let kind = OperationKind(kindValue),
             case .int(let version)? = m["version"]
         else { return nil }
         self.kind = kind
@@ -223,6 +226,20 @@ public struct SentOperationRecord: Sendable, Hashable {
         sent.kind = kind
         sent.version = version
         return sent
+    }
+}
+
+extension QueuedOperation {
+    /// Whether the operation may be on the server: in flight, or sent and never completed (its
+    /// ``SentOperationRecord``).
+    var mayBeOnServer: Bool { isInFlight || extraProperties[SentOperationRecord.key] != nil }
+
+    /// Clears the in-flight mark and the `sent` record (the server answered); whether either was set.
+    mutating func settle() -> Bool {
+        let changed = mayBeOnServer
+        isInFlight = false
+        extraProperties[SentOperationRecord.key] = nil
+        return changed
     }
 }
 
@@ -292,8 +309,7 @@ extension LocalStoreAccess {
             // An operation that was sent and not completed (its `sent` record: the answer was lost, or
             // the process died) may be on the server already: like one in flight, nothing collapses into
             // it — a delete must not cancel an insert the server may have applied.
-            let onTheWire = existing.map { $0.isInFlight || $0.extraProperties["sent"] != nil } ?? false
-            let rule = CollapseRule.decide(existing: existing?.kind, inFlight: onTheWire, new: kind)
+            let rule = CollapseRule.decide(existing: existing?.kind, inFlight: existing?.mayBeOnServer ?? false, new: kind)
             if rule == .notSupported, let existing {
                 throw LocalStoreError(
                     .constraint,
@@ -377,7 +393,7 @@ extension LocalStoreAccess {
             let item = try tx.pushItem(for: op)
             op.isInFlight = true
             let record = SentOperationRecord(kind: op.kind, version: op.version, item: op.kind == .delete ? nil : item.map(ItemJSON.object))
-            op.extraProperties["sent"] = record.json
+            op.extraProperties[SentOperationRecord.key] = record.json
             try tx.rewrite(op)
             return (op, item)
         }
@@ -423,9 +439,7 @@ extension LocalStoreAccess {
                 }
             }
             if unchanged { return .removed }
-            var rewrite = current.isInFlight || current.extraProperties["sent"] != nil
-            current.isInFlight = false
-            current.extraProperties["sent"] = nil  // what was sent has landed
+            var rewrite = current.settle()  // what was sent has landed
             if op.kind == .insert && current.kind == .insert {
                 current.kind = .update
                 current.version += 1

@@ -143,11 +143,7 @@ extension LocalStoreAccess {
                 table: op.table, itemId: op.itemId, statusCode: statusCode, code: code, domain: domain, message: message,
                 item: item.map(ItemJSON.object) ?? op.item, serverItem: serverItem.map(ItemJSON.object))
             try tx.upsert([error.record.item], into: tx.systemTableNames.errors, options: .strict)
-            if current.isInFlight || current.extraProperties["sent"] != nil {
-                current.isInFlight = false
-                current.extraProperties["sent"] = nil  // the server answered: what was sent did not land
-                try tx.rewrite(current)
-            }
+            if current.settle() { try tx.rewrite(current) }  // the server answered: what was sent did not land
             return error
         }
     }
@@ -241,7 +237,7 @@ extension LocalStoreAccess {
             op.kind = kind
             op.version += 1
             op.isInFlight = false
-            try tx.delete(matching: Query(tx.systemTableNames.errors, where: Field("operationId") == .literal(.int(op.id))))
+            try tx.removeErrors(of: op)
             try tx.rewrite(op)
             return op
         }

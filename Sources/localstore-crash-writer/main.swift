@@ -91,18 +91,6 @@ func openOrSayWhy(_ backend: ReliabilityBackend, _ path: String) -> any LocalSto
     }
 }
 
-/// Runs `body` on a new thread with a stack of `stackKiB` KiB and waits for it.
-func onThread(stackKiB: Int, _ body: @escaping @Sendable () -> Void) {
-    let done = DispatchSemaphore(value: 0)
-    let thread = Thread {
-        body()
-        done.signal()
-    }
-    thread.stackSize = stackKiB << 10
-    thread.start()
-    done.wait()
-}
-
 /// Puts the recording (and fault) VFS into the SQLite library `backend`'s store will use, before it
 /// opens anything; LMDB needs none (the libc interposers see its calls).
 func installRecordingVFS(_ backend: ReliabilityBackend) {
@@ -212,14 +200,14 @@ case "deep":
         die("usage: deep <depth> <stack KiB> <predicate|expression>", code: 2)
     }
     let kind = arguments[3]
-    onThread(stackKiB: stackKiB) { DeepPredicate.exercise(depth: depth, expression: kind == "expression") { say($0) } }
+    _ = OnThread.run(stackKiB: stackKiB) { DeepPredicate.exercise(depth: depth, expression: kind == "expression") { say($0) } }
 
 case "odata":
     guard arguments.count == 4, let n = Int(arguments[2]), let stackKiB = Int(arguments[3]) else {
         die("usage: odata <shape> <n> <stack KiB>", code: 2)
     }
     let shape = arguments[1]
-    onThread(stackKiB: stackKiB) { ODataStress.exercise(shape, n) { say($0) } }
+    _ = OnThread.run(stackKiB: stackKiB) { ODataStress.exercise(shape, n) { say($0) } }
 
 case "hold-write":
     guard arguments.count == 4, let milliseconds = UInt32(arguments[3]) else { die("usage: hold-write <backend> <path> <milliseconds>", code: 2) }

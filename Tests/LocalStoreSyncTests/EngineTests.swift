@@ -189,7 +189,7 @@ struct EngineTests {
     @Test("a handler's merge that would overwrite a newer queued edit leaves the conflict recorded; the push goes on")
     func mergeOverNewerEditIsRefused() async throws {
         let armed = Box<InMemoryStore?>(nil)
-        let (store, service, sync) = try await setUp(
+        let (store, _, sync) = try await setUp(
             transport: { service in
                 HookedTransport(inner: service) { method, id in
                     guard method == "replace", id == "m", let store = armed.value else { return }

@@ -235,7 +235,7 @@ extension ConformanceSuite {
             let tables = try allTableNames(store)
             try store.upsert([TableOperation(id: .max, table: "QItem", itemId: "last").item], into: store.operationTableName)
             var before = try snapshot(store, tables)
-            try store.write { tx in
+            _ = try store.write { tx in
                 try expectThrows(code: .full, "enqueue with the ids exhausted") { try tx.enqueue(.insert, ["id": "x1", "text": "x"], into: "QItem") }
             }
             try expectUnchanged(store, before, "a failed enqueue inside a write")
@@ -243,7 +243,7 @@ extension ConformanceSuite {
 
             before = try snapshot(store, tables)
             let year10000 = Date(timeIntervalSince1970: 253_402_300_800)
-            try store.write { tx in
+            _ = try store.write { tx in
                 try expectThrows(code: .invalidValue, "a page with an updatedAt in the year 10000") {
                     try tx.applyPulledPage([["id": "p1", "text": "a"], ["id": "p2", "updatedAt": .date(year10000)]], into: "QItem", queryId: "q")
                 }
@@ -261,7 +261,7 @@ extension ConformanceSuite {
             try expectUnchanged(store, before, "a failed completion inside a write")
 
             before = try snapshot(store, tables)
-            try store.write { tx in
+            _ = try store.write { tx in
                 try expectThrows(code: .typeMismatch, "a batch with a wrong item") {
                     try tx.upsert([["id": "b1", "n": 1], ["id": "b2", "n": "two"]], into: "QItem", options: .strict)
                 }
