@@ -67,7 +67,9 @@ let package = Package(
             ]
         ),
         .target(name: "LocalStoreBench", dependencies: ["LocalStore"]),
-        .target(name: "LocalStoreBenchBaselines", dependencies: ["LocalStore", "LocalStoreBench", "CSQLite", "CLMDB"]),
+        .target(
+            name: "LocalStoreBenchBaselines",
+            dependencies: ["LocalStore", "LocalStoreBench", "LocalStoreSQLEngine", "LocalStoreSQLite", "LocalStoreSQLCipher", "CSQLite", "CLMDB"]),
         // The CLI's one variadic libc call (prctl), see Sources/localstore/ProcessHygiene.swift.
         .systemLibrary(name: "CProcessHygiene", path: "Sources/CProcessHygiene"),
         .executableTarget(

@@ -162,6 +162,11 @@ extension LocalStore {
         try await BlockingWork.run { try self.pendingOperations(table: table, itemId: itemId) }
     }
 
+    /// Whether an operation of one item of `table` is queued (one index lookup).
+    public func hasPendingOperation(table: String, itemId: String) async throws -> Bool {
+        try await BlockingWork.run { try self.hasPendingOperation(table: table, itemId: itemId) }
+    }
+
     /// The operation with id `id`.
     public func operation(id: Int64) async throws -> TableOperation? {
         try await BlockingWork.run { try self.operation(id: id) }
@@ -296,6 +301,11 @@ extension LocalStore {
     @discardableResult
     public func releaseInFlightOperations() async throws -> Int {
         try await BlockingWork.run { try self.releaseInFlightOperations() }
+    }
+
+    /// The operations a push marked that may be on the server (in flight, or sent and never completed).
+    public func operationsMayBeOnServer() async throws -> [QueuedOperation] {
+        try await BlockingWork.run { try self.operationsMayBeOnServer() }
     }
 
     // MARK: Push errors

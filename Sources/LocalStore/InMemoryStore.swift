@@ -53,6 +53,14 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
                 name: schema.name,
                 columns: schema.columns.map { Column($0.name, $0.type, indexed: columns.contains($0.name)) })
             let table = MemTable(schema: withIndexes)
+            if schema.name == systemTableNames.operations,
+                let byItem = CompoundIndex(
+                    TableIndex(name: "table_itemId", [.init("table"), .init("itemId")]), schema: withIndexes, noCase: [false, true])
+            {
+                // An item's operations (enqueue, complete, a pulled page's skip test) found through
+                // (table, itemId NOCASE), as the SQL and LMDB backends find them.
+                table.addInternalIndex(byItem)
+            }
             tables[Identifier.fold(schema.name)] = table
             tablesByDefinedName[schema.name] = table
         }
@@ -125,7 +133,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
         let start = DispatchTime.now().uptimeNanoseconds
         let (result, plan) = try lock.withReadLock {
             let (table, resolved) = try resolve(query)
-            return (try readUnlocked(query), table.plan(for: resolved).description(schema: table.schema))
+            return (try readUnlocked(query), table.plan(for: resolved).description(schema: table.schema, compound: table.compound.map(\.index)))
         }
         logger.trace(
             "query",
@@ -198,7 +206,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
         try writer.check()
         return try lock.withReadLock {
             let (table, resolved) = try resolve(query)
-            return table.plan(for: resolved).description(schema: table.schema)
+            return table.plan(for: resolved).description(schema: table.schema, compound: table.compound.map(\.index))
         }
     }
 
@@ -417,32 +425,38 @@ final class MemTable {
         private let partCount: Int
         private let first: MemColumn
         private let firstDescending: Bool
+        private let firstNoCase: Bool
         private let second: MemColumn
         private let secondDescending: Bool
+        private let secondNoCase: Bool
         /// The components after the second.
-        private let rest: [(column: MemColumn, descending: Bool)]
+        private let rest: [(column: MemColumn, descending: Bool, noCase: Bool)]
         private let id: MemColumn
 
-        init(parts: [(column: MemColumn, descending: Bool)], id: MemColumn) {
+        /// `noCase`: per component, whether strings compare as SQLite's NOCASE does (empty: none do).
+        init(parts: [(column: MemColumn, descending: Bool)], noCase: [Bool] = [], id: MemColumn) {
+            func folds(_ k: Int) -> Bool { k < noCase.count && noCase[k] }
             partCount = parts.count
             first = parts.first?.column ?? id
             firstDescending = parts.first?.descending ?? false
+            firstNoCase = folds(0)
             second = parts.count > 1 ? parts[1].column : id
             secondDescending = parts.count > 1 ? parts[1].descending : false
-            rest = Array(parts.dropFirst(2))
+            secondNoCase = folds(1)
+            rest = parts.enumerated().dropFirst(2).map { ($0.element.column, $0.element.descending, folds($0.offset)) }
             self.id = id
         }
 
         @inline(__always) func compare(_ a: UInt32, _ b: UInt32) -> Int {
             if partCount > 0 {
-                let r = first.compare(Int(a), Int(b), noCase: false)
+                let r = first.compare(Int(a), Int(b), noCase: firstNoCase)
                 if r != 0 { return firstDescending ? -r : r }
                 if partCount > 1 {
-                    let r = second.compare(Int(a), Int(b), noCase: false)
+                    let r = second.compare(Int(a), Int(b), noCase: secondNoCase)
                     if r != 0 { return secondDescending ? -r : r }
                     var k = 0
                     while k < rest.count {
-                        let r = rest[k].column.compare(Int(a), Int(b), noCase: false)
+                        let r = rest[k].column.compare(Int(a), Int(b), noCase: rest[k].noCase)
                         if r != 0 { return rest[k].descending ? -r : r }
                         k += 1
                     }
@@ -506,7 +520,7 @@ final class MemTable {
 
     /// The order of a compound index: each component ascending or descending (nulls then last), then id.
     func compoundIndexOrder(_ c: CompoundIndex) -> IndexOrder {
-        IndexOrder(parts: zip(c.columns, c.descending).map { (columns[$0.0], $0.1) }, id: idColumn)
+        IndexOrder(parts: zip(c.columns, c.descending).map { (columns[$0.0], $0.1) }, noCase: c.noCase, id: idColumn)
     }
 
     /// A probe for a compound-index bound: compares an entry with `values` on the first components and
@@ -517,6 +531,7 @@ final class MemTable {
         if values.count == 1 {
             let column = columns[c.columns[0]]
             let sign = c.descending[0] ? -1 : 1
+            let noCase = c.noCase[0]
             if column.type == .integer, case .int(let y) = values[0] {
                 return { e in
                     let r = column.compareInt(Int(e), y)
@@ -525,14 +540,14 @@ final class MemTable {
             }
             let v = values[0]
             return { e in
-                let r = column.compare(Int(e), v, noCase: false)
+                let r = column.compare(Int(e), v, noCase: noCase)
                 return r != 0 ? sign * r : -edge
             }
         }
-        let parts = values.indices.map { (columns[c.columns[$0]], c.descending[$0], values[$0]) }
+        let parts = values.indices.map { (columns[c.columns[$0]], c.descending[$0], values[$0], c.noCase[$0]) }
         return { e in
-            for (column, descending, v) in parts {
-                let r = column.compare(Int(e), v, noCase: false)
+            for (column, descending, v, noCase) in parts {
+                let r = column.compare(Int(e), v, noCase: noCase)
                 if r != 0 { return descending ? -r : r }
             }
             return -edge
@@ -568,6 +583,12 @@ final class MemTable {
             for slot in live.indices where live[slot] { c.tree.insert(UInt32(slot), by: order) }
             compound.append(c)
         }
+        makeOrders()
+    }
+
+    /// Adds a compound index the schema cannot declare (a NOCASE component) to this empty table.
+    func addInternalIndex(_ c: CompoundIndex) {
+        compound.append(c)
         makeOrders()
     }
 
@@ -662,12 +683,13 @@ final class MemTable {
         /// `exact`: the range's entries are exactly the matches, so their rows are not tested again.
         case compound(index: Int, range: CompoundRange, order: CompoundOrder?, countOnly: Bool, leading: Int, exact: Bool)
 
-        func description(schema: TableSchema) -> String {
+        /// `compound`: the table's compound indexes (``MemTable/compound``: the schema's, then any internal one).
+        func description(schema: TableSchema, compound: [TableIndex]) -> String {
             switch self {
             case .compound(let n, _, let order, let countOnly, let leading, _):
-                let index = n < schema.indexes.count ? schema.indexes[n].description : "?"
+                let index = n < compound.count ? compound[n].description : "?"
                 let kind = countOnly ? "index-only count" : order != nil ? "ordered index" : "index"
-                let total = n < schema.indexes.count ? schema.indexes[n].keys.count : 0
+                let total = n < compound.count ? compound[n].keys.count : 0
                 return "\(kind) \(index) using \(leading) of \(total) columns"
             case .ids: return "primary key"
             case .indexRange(let n, _): return "index \(schema.columns[n].name)"
@@ -716,7 +738,21 @@ final class MemTable {
         for (i, c) in compound.enumerated() {
             var range = CompoundRange(equal: [])
             var used = Set<Int>()
-            for column in c.columns {
+            for (k, column) in c.columns.enumerated() {
+                if c.noCase[k] {
+                    // A NOCASE component (the operations table's itemId): an equality ignoring case selects
+                    // exactly its entries; a case-sensitive one selects a superset, tested again row by row.
+                    if let (p, v) = parts.enumerated().lazy.compactMap({ p in MemTable.equality(p.element, column, ignoringCase: true).map { (p.offset, $0) } }).first {
+                        range.equal.append(v)
+                        used.insert(p)
+                        continue
+                    }
+                    if let v = parts.lazy.compactMap({ MemTable.equality($0, column) }).first {
+                        range.equal.append(v)
+                        continue
+                    }
+                    break
+                }
                 if let (p, v) = parts.enumerated().lazy.compactMap({ p in MemTable.equality(p.element, column).map { (p.offset, $0) } }).first {
                     range.equal.append(v)
                     used.insert(p)
@@ -766,12 +802,13 @@ final class MemTable {
         return best
     }
 
-    /// The value `p` fixes `column` to (an equality with a literal, case-sensitive, or a null test).
-    private static func equality(_ p: ResolvedPredicate, _ column: Int) -> Value? {
+    /// The value `p` fixes `column` to (an equality with a literal, case-sensitive — or ignoring case with
+    /// `ignoringCase` —, or a null test).
+    private static func equality(_ p: ResolvedPredicate, _ column: Int, ignoringCase: Bool = false) -> Value? {
         switch p {
-        case .compare(.column(let n, _, _), .equal, .literal(let v, _), false) where n == column: return v
-        case .compare(.literal(let v, _), .equal, .column(let n, _, _), false) where n == column: return v
-        case .isNull(.column(let n, _, _)) where n == column: return .null
+        case .compare(.column(let n, _, _), .equal, .literal(let v, _), let ci) where n == column && ci == ignoringCase: return v
+        case .compare(.literal(let v, _), .equal, .column(let n, _, _), let ci) where n == column && ci == ignoringCase: return v
+        case .isNull(.column(let n, _, _)) where n == column && !ignoringCase: return .null
         default: return nil
         }
     }
@@ -1530,12 +1567,16 @@ struct CompoundIndex {
     let index: TableIndex
     let columns: [Int]
     let descending: [Bool]
+    /// Per component, whether strings are ordered and matched as SQLite's NOCASE does (only the
+    /// operations table's `(table, itemId NOCASE)` index has such a component; a ``TableIndex`` cannot).
+    let noCase: [Bool]
     let tree = SlotTree()
 
-    init?(_ index: TableIndex, schema: TableSchema) {
+    init?(_ index: TableIndex, schema: TableSchema, noCase: [Bool] = []) {
         guard let positions = schema.positions(of: index), !positions.isEmpty else { return nil }
         self.index = index
         columns = positions.map(\.column)
         descending = positions.map(\.descending)
+        self.noCase = positions.indices.map { $0 < noCase.count && noCase[$0] }
     }
 }

@@ -186,9 +186,24 @@ extension LocalStoreAccess {
     /// The pending operations of one item of `table` (item id matched case-insensitively), in id order.
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func pendingOperations(table: String, itemId: String) throws -> [TableOperation] {
+        if let shortcuts = ShortcutCasts.readShortcuts(self), let ops = try shortcuts.itemOperations(table: table, itemId: itemId) {
+            return ops
+        }
         let p: QueryPredicate = Field("table") == .literal(.string(table))
             && Field("itemId").equalsIgnoringCase(.literal(.string(itemId)))
         return try read(Query(operationTableName, where: p, sort: [SortKey("id")])).items.compactMap(TableOperation.init)
+    }
+
+    /// Whether an operation of one item of `table` (item id matched case-insensitively) is queued: one
+    /// lookup of the operations table's `(table, itemId)` index, nothing decoded.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
+    public func hasPendingOperation(table: String, itemId: String) throws -> Bool {
+        if let shortcuts = ShortcutCasts.readShortcuts(self), let ops = try shortcuts.itemOperations(table: table, itemId: itemId) {
+            return !ops.isEmpty
+        }
+        let p: QueryPredicate = Field("table") == .literal(.string(table))
+            && Field("itemId").equalsIgnoringCase(.literal(.string(itemId)))
+        return try count(operationTableName, where: p) > 0
     }
 
     /// The first operation whose id is greater than `id` (pass 0 for the head of the queue).

@@ -377,6 +377,7 @@ extension LocalStoreAccess {
             if !op.isInFlight {
                 op.isInFlight = true
                 try tx.rewrite(op)
+                try tx.trackMayBeOnServer(op)
             }
             return op
         }
@@ -395,6 +396,7 @@ extension LocalStoreAccess {
             let record = SentOperationRecord(kind: op.kind, version: op.version, item: op.kind == .delete ? nil : item.map(ItemJSON.object))
             op.extraProperties[SentOperationRecord.key] = record.json
             try tx.rewrite(op)
+            try tx.trackMayBeOnServer(op)
             return (op, item)
         }
     }
@@ -438,8 +440,12 @@ extension LocalStoreAccess {
                     if !unchanged { current = try tx.queuedOperation(id: current.id) ?? current }
                 }
             }
-            if unchanged { return .removed }
+            if unchanged {
+                try tx.untrackMayBeOnServer(op.id)
+                return .removed
+            }
             var rewrite = current.settle()  // what was sent has landed
+            if rewrite { try tx.untrackMayBeOnServer(op.id) }
             if op.kind == .insert && current.kind == .insert {
                 current.kind = .update
                 current.version += 1
@@ -469,16 +475,24 @@ extension LocalStoreAccess {
     }
 
     /// Clears the in-flight mark of every operation (after a crash, or when a push is abandoned).
-    /// Returns how many operations were marked.
+    /// Returns how many operations were marked. Reads only the operations a push marked
+    /// (``operationsMayBeOnServer()``), not the whole queue.
     @discardableResult
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func releaseInFlightOperations() throws -> Int {
         try write { tx in
             var n = 0
-            for var op in try tx.queuedOperations() where op.isInFlight {
+            try tx.startTrackingSentOperations()
+            for var op in try tx.operationsMayBeOnServer() where op.isInFlight {
                 op.isInFlight = false
                 try tx.rewrite(op)
                 n += 1
+            }
+            // Rows of operations that left the queue, or were settled, or whose mark was only the
+            // in-flight one (beginPush): not on the server.
+            for id in try tx.trackedOperationIds() {
+                if let op = try tx.queuedOperation(id: id), op.mayBeOnServer { continue }
+                try tx.untrackMayBeOnServer(id)
             }
             return n
         }

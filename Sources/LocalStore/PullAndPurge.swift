@@ -45,7 +45,9 @@ extension LocalStoreAccess {
         if let queryId { try DeltaTokenKey.validate(table: table, queryId: queryId) }
         return try write { tx in
             let schema = try tx.queueTableSchema(table)
-            let pending = Set(try tx.pendingOperations(table: schema.name).map { ASCII.lowercased($0.itemId) })
+            // Each item's operations are looked up through (table, itemId): a page costs the same with
+            // ten or a million queued operations.
+            var pending: [String: Bool] = [:]
             var upserts: [Item] = []
             var deletes: [Value] = []
             var skipped: [String] = []
@@ -74,7 +76,15 @@ extension LocalStoreAccess {
                     }
                     isDeleted = flag
                 }
-                if pending.contains(ASCII.lowercased(id)) {
+                let key = ASCII.lowercased(id)
+                let isPending: Bool
+                if let known = pending[key] {
+                    isPending = known
+                } else {
+                    isPending = try tx.hasPendingOperation(table: schema.name, itemId: id)
+                    pending[key] = isPending
+                }
+                if isPending {
                     skipped.append(id)
                 } else if isDeleted {
                     deletes.append(.string(id))

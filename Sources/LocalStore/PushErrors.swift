@@ -143,7 +143,10 @@ extension LocalStoreAccess {
                 table: op.table, itemId: op.itemId, statusCode: statusCode, code: code, domain: domain, message: message,
                 item: item.map(ItemJSON.object) ?? op.item, serverItem: serverItem.map(ItemJSON.object))
             try tx.upsert([error.record.item], into: tx.systemTableNames.errors, options: .strict)
-            if current.settle() { try tx.rewrite(current) }  // the server answered: what was sent did not land
+            if current.settle() {  // the server answered: what was sent did not land
+                try tx.rewrite(current)
+                try tx.untrackMayBeOnServer(current.id)
+            }
             return error
         }
     }

@@ -18,6 +18,18 @@ package protocol SystemTableReadShortcuts {
     /// case-insensitively), as `read(table: config, id: .string(id))` returns it (`.null` when the row
     /// holds none); `nil` when there is no such row.
     func configValue(id: String) throws -> Value?
+
+    /// The operations of one item — the rows whose `table` equals `table` (bytes) and whose `itemId`
+    /// equals `itemId` ignoring ASCII case — in id order, decoded as ``TableOperation/init(_:)`` decodes the
+    /// rows `read(Query(operations, where: table == t && itemId equalsIgnoringCase i, sort: [id]))`
+    /// returns; `nil` when the adopter does not serve the call here (the caller then runs that query). The
+    /// default returns `nil`.
+    func itemOperations(table: String, itemId: String) throws -> [TableOperation]?
+}
+
+extension SystemTableReadShortcuts {
+    /// Not served: ``SystemTableReadShortcuts/itemOperations(table:itemId:)`` is optional.
+    package func itemOperations(table: String, itemId: String) throws -> [TableOperation]? { nil }
 }
 
 /// Writes (and reads inside a write transaction) of the system tables with statements an adopter

@@ -136,8 +136,18 @@ public struct BenchReport: Sendable, Codable {
 /// The workload names, in the order they run.
 public enum Workload: String, CaseIterable, Sendable {
     case upsert, readById = "read-by-id", queryIndexed = "query-indexed", queryScan = "query-scan", count,
-        update, localWrite = "local-write", pushDrain = "push-drain", deltaToken = "delta-token", open,
+        update, localWrite = "local-write", pushDrain = "push-drain", deltaToken = "delta-token", enqueue,
+        pushCycle = "push-cycle", pullPage = "pull-page", initialPull = "initial-pull", purge, open,
         deleteByQuery = "delete-by-query"
+
+    /// The sync workloads (``BenchSyncSubject``): they start from a queue of ``BenchRunner/queue`` pending
+    /// operations.
+    public var isSync: Bool {
+        switch self {
+        case .enqueue, .pushCycle, .pullPage, .initialPull, .purge: return true
+        default: return false
+        }
+    }
 
     /// Whether a round of the workload leaves the store as the next round needs it, so the workload
     /// runs up to ``BenchRunner/rounds`` times and reports its fastest round: the reads, `delta-token`
@@ -174,10 +184,17 @@ public struct BenchRunner {
     /// Query observers of the TodoItem table running during `local-write` (its row is then named
     /// `local-write/<n> observers`); backends that cannot observe (the C baselines) ignore it.
     public var observers: Int
+    /// The pending operations the sync workloads start from (`--queue`).
+    public var queue: Int
+
+    /// The default of ``queue``.
+    public static let defaultQueue = 10_000
 
     public init(
-        records: Int, seed: UInt64, progress: Progress? = nil, workloads: Set<Workload>? = nil, observers: Int = 0
+        records: Int, seed: UInt64, progress: Progress? = nil, workloads: Set<Workload>? = nil, observers: Int = 0,
+        queue: Int = BenchRunner.defaultQueue
     ) {
+        self.queue = queue
         self.records = records
         self.seed = seed
         self.progress = progress
@@ -223,7 +240,7 @@ public final class BenchBackendRun {
         self.runner = runner
         self.backend = backend
         Memory.resetPeak()
-        session = try BenchSession(backend: backend, records: runner.records, seed: runner.seed)
+        session = try BenchSession(backend: backend, records: runner.records, seed: runner.seed, queue: runner.queue)
     }
 
     /// The workloads to run, in order: the runner's selection, those the backend supports.
@@ -363,6 +380,9 @@ struct BenchData {
     /// How many records' text contains `#k#`, by `k` (the `query-scan` needles).
     var needleCounts = [Int](repeating: 0, count: 1000)
     var completeCount = 0
+    /// `priorityCounts` of the generated records (the sync workloads' deletes change `priorityCounts`).
+    var initialPriorityCounts: [Int] { initial }
+    private var initial = [Int](repeating: 0, count: 10)
 
     init(count: Int, rng: inout SplitMix64) {
         records.reserveCapacity(count)
@@ -373,6 +393,7 @@ struct BenchData {
             if r.complete { completeCount += 1 }
             records.append(r)
         }
+        initial = priorityCounts
     }
 
     static let words = ["buy", "milk", "call", "mom", "write", "report", "fix", "bug", "plan", "trip", "read", "book"]

@@ -36,12 +36,17 @@ public final class BenchSession {
     private var isClosed = false
     /// How many rows of the loaded table contain each `query-scan` needle (changed by local writes and deletes).
     private var scanMatches: [Int]
+    /// The pending operations the sync workloads start from.
+    public let queue: Int
+    var sync = SyncState()
 
     /// Creates the store of `backend` in a new temporary directory, generates `records` records from `seed`
     /// and creates the TodoItem table (empty).
-    public init(backend: BenchBackend, records: Int, seed: UInt64 = 42) throws {
+    public init(backend: BenchBackend, records: Int, seed: UInt64 = 42, queue: Int = BenchRunner.defaultQueue) throws {
         guard records >= 1 else { throw LocalStoreError(.invalidValue, "a benchmark needs at least one record") }
+        guard queue >= 2 else { throw LocalStoreError(.invalidValue, "the sync workloads need a queue of at least 2 operations, not \(queue)") }
         self.backend = backend
+        self.queue = queue
         self.records = records
         directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "localstore-bench-\(backend.name)-\(UUID().uuidString)")
@@ -70,6 +75,7 @@ public final class BenchSession {
     /// Whether `workload` can run on this subject (`open` needs a persistent store).
     public func supports(_ workload: Workload) -> Bool {
         (backend.workloads?.contains(workload) ?? true) && (workload != .open || backend.isPersistent)
+            && (!workload.isSync || subject is any BenchSyncSubject)
     }
 
     /// How many units `localstore bench` runs of `workload` (for `push-drain`: until the queue is empty,
@@ -85,6 +91,11 @@ public final class BenchSession {
         case .localWrite: return Self.localWriteCount(records: records)
         case .pushDrain: return Self.localWriteCount(records: records) + 1
         case .deltaToken: return 1000
+        case .enqueue: return Self.enqueueCount(records: records)
+        case .pushCycle: return min(1_000, queue / 2)
+        case .pullPage: return min(200, max(1, records / 50))
+        case .initialPull: return (records + Self.initialPullPage - 1) / Self.initialPullPage
+        case .purge: return 10
         case .open: return 20
         case .deleteByQuery: return 5
         }
@@ -100,6 +111,11 @@ public final class BenchSession {
     }
 
     static func localWriteCount(records: Int) -> Int { max(1, min(records / 10, 5_000)) }
+    /// `enqueue` units: a third new items, a third updates, a third deletes.
+    static func enqueueCount(records: Int) -> Int { max(3, min(records / 10, 3_000) / 3 * 3) }
+    /// Items per page of `initial-pull` (`pull-page` pages hold 50).
+    public static let initialPullPage = 100
+    static let pullPageSize = 50
     static func updateCount(records: Int) -> Int { max(1, Int(Double(records) * 0.1)) }
 
     /// Brings a new session into the state `workload` starts from in `localstore bench`: an empty table for
@@ -108,6 +124,7 @@ public final class BenchSession {
         guard workload != .upsert else { return }
         while nextPage < pages.count { _ = try step(.upsert) }
         if workload == .pushDrain { try refill(.pushDrain) }
+        if workload.isSync { try prepareSync(for: workload) }
     }
 
     /// Whether the next unit of `workload` needs ``refill(_:)`` first (to be done outside the measurement):
@@ -143,6 +160,8 @@ public final class BenchSession {
         case .deleteByQuery:
             for page in pages { try subject.upsert(page) }
             for p in 0..<deletedPriorities { adjustScanMatches(deletedPriority: p, by: 1) }
+            // The rows the sync workloads deleted are back.
+            for (i, r) in data.records.enumerated() where sync.deleted.contains(r.id) { markPresent(i) }
             deletedPriorities = 0
         default:
             break
@@ -243,6 +262,9 @@ public final class BenchSession {
             try BenchCheck.equal(found, true, "\(name) open then read")
             return 1
 
+        case .enqueue, .pushCycle, .pullPage, .initialPull, .purge:
+            return try syncStep(workload, clock)
+
         case .deleteByQuery:
             guard deletedPriorities < 5 else {
                 throw LocalStoreError(.misuse, "benchmark: priorities 0-4 are deleted; refill(.deleteByQuery) first")
@@ -257,11 +279,19 @@ public final class BenchSession {
         }
     }
 
+    func scanMatchesChanged(_ index: Int, by delta: Int) { scanMatches[index % 1000] += delta }
+
     private func adjustScanMatches(deletedPriority p: Int, by delta: Int) {
         for (i, r) in data.records.enumerated() where r.priority == Int64(p) { scanMatches[i % 1000] += delta }
     }
 
-    private func randomRecord() -> TodoRecord { data.records[Int(rng.next() % UInt64(data.records.count))] }
+    /// A record of the loaded table that is still there (the sync workloads delete some).
+    private func randomRecord() -> TodoRecord {
+        while true {
+            let r = data.records[Int(rng.next() % UInt64(data.records.count))]
+            if !sync.deleted.contains(r.id) { return r }
+        }
+    }
 
     /// Closes the subject's store (the files stay until ``removeFiles()``).
     public func close() throws {

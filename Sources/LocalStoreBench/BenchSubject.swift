@@ -207,3 +207,114 @@ public final class LocalStoreSubject: BenchSubject {
 final class Counter: Sendable {
     let value = LockedValue<Int>(0)
 }
+
+/// A local change of the `enqueue` workload.
+public enum BenchEdit: Sendable, Hashable {
+    /// A new item (its row must not exist).
+    case insert
+    /// A change to an existing item (the row is merged).
+    case update
+    /// The item's removal (the operation keeps a snapshot of the row).
+    case delete
+}
+
+/// What ``BenchSyncSubject/enqueue(_:_:)`` did to the queue, with the SDKs' collapse rules.
+public enum BenchEnqueueOutcome: Sendable, Hashable {
+    /// A new operation was appended.
+    case added
+    /// The item's queued operation absorbed the change (an update after an insert or update).
+    case kept
+    /// The item's queued operation became a delete.
+    case changedToDelete
+    /// The item's queued insert was cancelled by the delete.
+    case removed
+}
+
+/// What ``BenchSyncSubject/applyPulledPage(_:into:queryId:)`` did.
+public struct BenchPulledPage: Sendable, Hashable {
+    public var upserted: Int
+    public var deleted: Int
+    public var skipped: Int
+
+    public init(upserted: Int, deleted: Int, skipped: Int) {
+        self.upserted = upserted
+        self.deleted = deleted
+        self.skipped = skipped
+    }
+}
+
+/// The calls of the sync workloads (`enqueue`, `push-cycle`, `pull-page`, `initial-pull`, `purge`): what a
+/// sync client's store does for the Azure Mobile Apps SDKs' queue, push, pull and purge
+/// (docs/semantics.md), each in the transactions the `LocalStore` API uses. A C-API baseline implements the
+/// same steps with the same statements and indexes (the operations table's `(table, itemId NOCASE)` index,
+/// the errors table's `operationId` index) and the same `properties` JSON.
+public protocol BenchSyncSubject: BenchSubject {
+    /// Creates the table the `initial-pull` and `purge` workloads fill: `TodoPulled`, the TodoItem schema.
+    func setUpSync() throws
+    /// One transaction: each record inserted as a local change (its row and an insert operation), in order.
+    func seedQueue(_ records: [TodoRecord]) throws
+    /// One local change of TodoItem through the queue, in one transaction: the item's newest operation
+    /// looked up by `(table, itemId)`, the SDKs' collapse rule applied (a change to an item whose
+    /// operation is in flight or was sent is queued as a new operation), the row written or deleted (a
+    /// delete stores the row as its operation's item), the operation appended or rewritten and a
+    /// rewritten operation's errors removed.
+    func enqueue(_ edit: BenchEdit, _ record: TodoRecord) throws -> BenchEnqueueOutcome
+    /// Pushes the head of the queue as a sync engine does, in two transactions: the first takes the head
+    /// operation, reads its item and marks the operation in flight with what is sent (the `sent` record);
+    /// the second completes it with the server's answer (the item with `version` = `serverVersion`): the
+    /// operation and its errors removed and, no other change of the item being queued, the server's item
+    /// stored. Returns the operation's item id; `nil` when the queue is empty.
+    func pushOne(serverVersion: String) throws -> String?
+    /// Applies one page of a pull to `table` in one transaction: an item with a queued operation is
+    /// skipped, a `deleted` item is deleted, every other item upserted; the delta token of
+    /// `(table, queryId)` advances to the page's largest `updatedAt`.
+    func applyPulledPage(_ records: [TodoRecord], into table: String, queryId: String) throws -> BenchPulledPage
+    /// Purges the rows of `table` with `priority == p` in one transaction (refused while the table has
+    /// queued operations) and removes the delta token of `(table, queryId)`; returns the rows deleted.
+    func purge(_ table: String, priority: Int64, queryId: String) throws -> Int
+}
+
+extension LocalStoreSubject: BenchSyncSubject {
+    public func setUpSync() throws {
+        try store.defineTable(TableSchema(name: "TodoPulled", columns: TodoRecord.schema.columns, indexes: TodoRecord.schema.indexes))
+    }
+
+    public func seedQueue(_ records: [TodoRecord]) throws {
+        try store.write { tx in
+            for r in records { try tx.enqueue(.insert, r.item, into: "TodoItem") }
+        }
+    }
+
+    public func enqueue(_ edit: BenchEdit, _ record: TodoRecord) throws -> BenchEnqueueOutcome {
+        let kind: OperationKind
+        switch edit {
+        case .insert: kind = .insert
+        case .update: kind = .update
+        case .delete: kind = .delete
+        }
+        let item = edit == .delete ? Item(["id": .string(record.id)]) : record.item
+        switch try store.enqueue(kind, item, into: "TodoItem") {
+        case .added: return .added
+        case .kept: return .kept
+        case .changedToDelete: return .changedToDelete
+        case .removed: return .removed
+        }
+    }
+
+    public func pushOne(serverVersion: String) throws -> String? {
+        guard let (op, item) = try store.beginSending() else { return nil }
+        var answer = item
+        answer?.values["version"] = .string(serverVersion)
+        try store.complete(op, serverItem: answer)
+        return op.itemId
+    }
+
+    public func applyPulledPage(_ records: [TodoRecord], into table: String, queryId: String) throws -> BenchPulledPage {
+        let r = try store.applyPulledPage(records.map(\.item), into: table, queryId: queryId)
+        return BenchPulledPage(upserted: r.upserted, deleted: r.deleted, skipped: r.skipped.count)
+    }
+
+    public func purge(_ table: String, priority: Int64, queryId: String) throws -> Int {
+        try store.purge(table, where: Field("priority") == .literal(.int(priority)), queryId: queryId)
+    }
+}

@@ -17,15 +17,15 @@ import LocalStoreBench
 /// ``TodoRecord``s. The indexed query walks a compound (priority, updatedAt descending) index — the same
 /// index the backends get — and stops after 50 rows.
 public final class LMDBCSubject: BenchSubject {
-    private let path: String
-    private var env: OpaquePointer?
-    private var readTxn: OpaquePointer?
-    private var dbis = DBIs()
+    let path: String
+    var env: OpaquePointer?
+    var readTxn: OpaquePointer?
+    var dbis = DBIs()
     /// Scratch space for a case-folded key (LMDB's maximum key size is 511 bytes).
-    private let keyBuffer = UnsafeMutableRawPointer.allocate(byteCount: 512, alignment: 8)
-    private let pkBuffer = UnsafeMutableRawPointer.allocate(byteCount: 512, alignment: 8)
+    let keyBuffer = UnsafeMutableRawPointer.allocate(byteCount: 512, alignment: 8)
+    let pkBuffer = UnsafeMutableRawPointer.allocate(byteCount: 512, alignment: 8)
 
-    private struct DBIs {
+    struct DBIs {
         var todo: MDB_dbi = 0
         var byPriority: MDB_dbi = 0
         var byUpdatedAt: MDB_dbi = 0
@@ -64,7 +64,7 @@ public final class LMDBCSubject: BenchSubject {
 
     // MARK: Environment
 
-    private static func check(_ rc: Int32, _ what: String) throws {
+    static func check(_ rc: Int32, _ what: String) throws {
         guard rc == MDB_SUCCESS else {
             throw LocalStoreError(.ioError, "lmdb-c: \(what): \(String(cString: mdb_strerror(rc)))")
         }
@@ -75,7 +75,7 @@ public final class LMDBCSubject: BenchSubject {
         try Self.check(mdb_env_create(&e), "mdb_env_create")
         guard let e else { throw LocalStoreError(.ioError, "lmdb-c: no environment") }
         env = e
-        try Self.check(mdb_env_set_maxdbs(e, 10), "mdb_env_set_maxdbs")
+        try Self.check(mdb_env_set_maxdbs(e, 16), "mdb_env_set_maxdbs")
         try Self.check(mdb_env_set_mapsize(e, 1 << 34), "mdb_env_set_mapsize")
         try Self.check(mdb_env_open(e, path, UInt32(MDB_NOTLS), 0o644), "mdb_env_open")
         try write { txn in
@@ -100,14 +100,14 @@ public final class LMDBCSubject: BenchSubject {
         readTxn = r
     }
 
-    private func closeEnvironment() {
+    func closeEnvironment() {
         if let readTxn { mdb_txn_abort(readTxn) }
         readTxn = nil
         if let env { mdb_env_close(env) }
         env = nil
     }
 
-    private func write<R>(_ body: (OpaquePointer) throws -> R) throws -> R {
+    func write<R>(_ body: (OpaquePointer) throws -> R) throws -> R {
         guard let env else { throw LocalStoreError.closed() }
         var t: OpaquePointer?
         try Self.check(mdb_txn_begin(env, nil, 0, &t), "mdb_txn_begin")
@@ -130,7 +130,7 @@ public final class LMDBCSubject: BenchSubject {
         return try body(txn)
     }
 
-    private func cursor<R>(_ txn: OpaquePointer, _ dbi: MDB_dbi, _ body: (OpaquePointer) throws -> R) throws -> R {
+    func cursor<R>(_ txn: OpaquePointer, _ dbi: MDB_dbi, _ body: (OpaquePointer) throws -> R) throws -> R {
         var c: OpaquePointer?
         try Self.check(mdb_cursor_open(txn, dbi, &c), "mdb_cursor_open")
         guard let c else { throw LocalStoreError(.ioError, "lmdb-c: no cursor") }
@@ -160,7 +160,7 @@ public final class LMDBCSubject: BenchSubject {
     // MARK: Keys and records
 
     /// Runs `body` with `id` case-folded (ASCII, as `NOCASE`) into `buffer`, as an `MDB_val`.
-    private static func folded<R>(_ id: String, into buffer: UnsafeMutableRawPointer, _ body: (inout MDB_val) throws -> R)
+    static func folded<R>(_ id: String, into buffer: UnsafeMutableRawPointer, _ body: (inout MDB_val) throws -> R)
         throws -> R
     {
         var id = id
@@ -178,16 +178,16 @@ public final class LMDBCSubject: BenchSubject {
     }
 
     /// An order-preserving 8-byte key for an integer.
-    private static func intKey(_ v: Int64) -> UInt64 { (UInt64(bitPattern: v) ^ (1 << 63)).bigEndian }
+    static func intKey(_ v: Int64) -> UInt64 { (UInt64(bitPattern: v) ^ (1 << 63)).bigEndian }
 
     /// An order-preserving 8-byte key for a double.
-    private static func doubleKey(_ d: Double) -> UInt64 {
+    static func doubleKey(_ d: Double) -> UInt64 {
         let bits = d.bitPattern
         return (bits >> 63 == 1 ? ~bits : bits | (1 << 63)).bigEndian
     }
 
     /// The compound key (priority, updatedAt descending): the priority key, then the updatedAt key complemented.
-    private static func withCompoundKey<R>(_ priority: Int64, _ updatedAt: Double, _ body: (inout MDB_val) throws -> R) rethrows -> R {
+    static func withCompoundKey<R>(_ priority: Int64, _ updatedAt: Double, _ body: (inout MDB_val) throws -> R) rethrows -> R {
         var k = (intKey(priority), ~doubleKey(updatedAt))
         return try withUnsafeMutableBytes(of: &k) { raw in
             var key = MDB_val(mv_size: 16, mv_data: raw.baseAddress)
@@ -195,7 +195,7 @@ public final class LMDBCSubject: BenchSubject {
         }
     }
 
-    private static func withKey<R>(_ k: UInt64, _ body: (inout MDB_val) throws -> R) rethrows -> R {
+    static func withKey<R>(_ k: UInt64, _ body: (inout MDB_val) throws -> R) rethrows -> R {
         var k = k
         return try withUnsafeMutableBytes(of: &k) { raw in
             var key = MDB_val(mv_size: 8, mv_data: raw.baseAddress)
@@ -205,19 +205,19 @@ public final class LMDBCSubject: BenchSubject {
 
     // Record layout: complete u8, deleted u8, priority i64, createdAt f64, updatedAt f64 (reference-date
     // seconds), then the byte counts of id, text and version (u32 each) and their UTF-8 bytes.
-    private static let header = 38
+    static let header = 38
 
-    private static func priority(_ v: UnsafeRawPointer) -> Int64 { v.loadUnaligned(fromByteOffset: 2, as: Int64.self) }
-    private static func updatedAt(_ v: UnsafeRawPointer) -> Double { v.loadUnaligned(fromByteOffset: 18, as: Double.self) }
-    private static func length(_ v: UnsafeRawPointer, _ n: Int) -> Int {
+    static func priority(_ v: UnsafeRawPointer) -> Int64 { v.loadUnaligned(fromByteOffset: 2, as: Int64.self) }
+    static func updatedAt(_ v: UnsafeRawPointer) -> Double { v.loadUnaligned(fromByteOffset: 18, as: Double.self) }
+    static func length(_ v: UnsafeRawPointer, _ n: Int) -> Int {
         Int(v.loadUnaligned(fromByteOffset: 26 + 4 * n, as: UInt32.self))
     }
 
-    private static func string(_ p: UnsafeRawPointer, _ count: Int) -> String {
+    static func string(_ p: UnsafeRawPointer, _ count: Int) -> String {
         String(decoding: UnsafeRawBufferPointer(start: p, count: count), as: UTF8.self)
     }
 
-    private static func decode(_ value: MDB_val) -> TodoRecord? {
+    static func decode(_ value: MDB_val) -> TodoRecord? {
         guard let v = value.mv_data.map(UnsafeRawPointer.init), value.mv_size >= header else { return nil }
         let idLength = length(v, 0)
         let textLength = length(v, 1)
@@ -496,7 +496,7 @@ public final class LMDBCSubject: BenchSubject {
     private static let highWaterKey = Array("localstore|operationidhighwater".utf8)
 
     /// Runs `body` with the high-water mark's config key.
-    private static func withHighWaterKey<R>(_ body: (inout MDB_val) throws -> R) throws -> R {
+    static func withHighWaterKey<R>(_ body: (inout MDB_val) throws -> R) throws -> R {
         try highWaterKey.withUnsafeBytes { k in
             var key = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
             return try body(&key)
@@ -505,7 +505,7 @@ public final class LMDBCSubject: BenchSubject {
 
     /// Runs `body` with the `(table, itemId)` key of an operation (`table`, a 0 byte, `itemId` case-folded as
     /// `NOCASE`) written into `buffer`.
-    private static func withItemKey<R>(
+    static func withItemKey<R>(
         _ table: String, _ itemId: String, into buffer: UnsafeMutableRawPointer, _ body: (inout MDB_val) throws -> R
     ) throws -> R {
         var table = table
@@ -591,7 +591,7 @@ public final class LMDBCSubject: BenchSubject {
     }
 
     /// Deletes the errors recorded for operation `operationId` (found through the operationId index).
-    private func removeErrors(operationId: Int64, _ txn: OpaquePointer) throws {
+    func removeErrors(operationId: Int64, _ txn: OpaquePointer) throws {
         try Self.withKey(Self.intKey(operationId)) { key in
             var errorIds: [[UInt8]] = []
             try cursor(txn, dbis.errorsByOperation) { c in

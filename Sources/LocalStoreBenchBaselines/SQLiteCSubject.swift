@@ -2,6 +2,8 @@ import CSQLite
 import Foundation
 import LocalStore
 import LocalStoreBench
+import LocalStoreSQLEngine
+import LocalStoreSQLite
 
 /// The `sqlite-c` baseline: the benchmark's workloads written directly against the SQLite C API — the
 /// practical limit of the engine for what the `sqlite` backend does.
@@ -11,15 +13,31 @@ import LocalStoreBench
 /// primary key), same configuration (WAL, `synchronous = NORMAL`, a 32 MiB page cache, `temp_store = MEMORY`), one connection, every statement
 /// prepared once and kept, values bound straight from the record's fields (text without a copy), one
 /// transaction per page, rows decoded into ``TodoRecord``s.
+///
+/// The C functions are called through a table of function pointers (`SQLiteAPI`), as the engine calls
+/// them: the system `libsqlite3` for `sqlite-c`, SQLCipher loaded with `dlopen` for `sqlcipher-c`
+/// (``init(directory:sqlcipherKey:)``: the same raw key, cipher page size and settings as the
+/// `sqlcipher` backend's), so that each backend is measured against its own engine.
 public final class SQLiteCSubject: BenchSubject {
     private let path: String
-    private var db: OpaquePointer?
+    let api: SQLiteAPI
+    /// SQLCipher's key, as the `x'…'` raw-key text `api.key` takes; `nil` for plain SQLite.
+    private let keyText: [UInt8]?
+    var db: OpaquePointer?
+    /// Whether the library has `INSERT … ON CONFLICT … DO UPDATE` (SQLite 3.24).
+    var hasUpsertClause: Bool { api.libversion_number() >= 3_024_000 }
     private var statements: [Statement: OpaquePointer] = [:]
 
     /// The SQL the workloads run, prepared once per connection.
-    private enum Statement: CaseIterable {
+    enum Statement: CaseIterable {
         case begin, commit, rollback, upsert, readById, queryIndexed, queryScan, countComplete, deleteWhere
         case appendOperation, firstOperation, deleteOperation, deleteErrors, setConfig, updateConfigValue, readConfig
+        // The sync workloads (SQLiteCSync.swift).
+        case upsertPulled, readPulledById, rowExists, deleteRow, deletePulledRow, itemOperations, operationById
+        case updateOperationProperties, countTableOperations, countPulledPriority, deletePulledPriority, deleteConfig, updateVersion
+        // SQLite before 3.24 (SQLCipher 3.4.1's 3.15.2) has no `ON CONFLICT … DO UPDATE`: an upsert is the
+        // engine's `INSERT OR IGNORE`, then an `UPDATE` of every column when it inserted nothing.
+        case insertOrIgnore, updateRow, insertOrIgnorePulled, updatePulledRow, insertConfig
 
         var sql: String {
             switch self {
@@ -69,6 +87,38 @@ public final class SQLiteCSubject: BenchSubject {
             // row exists, so its indexes are not rewritten; the insert runs when no row changed.
             case .updateConfigValue: return "UPDATE \"MS_TableConfig\" SET \"value\" = ?2 WHERE \"id\" = ?1"
             case .readConfig: return "SELECT \"value\" FROM \"MS_TableConfig\" WHERE \"id\" = ?1"
+            case .upsertPulled: return Statement.upsert.sql.replacingOccurrences(of: "\"TodoItem\"", with: "\"TodoPulled\"")
+            case .readPulledById: return Statement.readById.sql.replacingOccurrences(of: "\"TodoItem\"", with: "\"TodoPulled\"")
+            case .rowExists: return "SELECT 1 FROM \"TodoItem\" WHERE \"id\" = ?1"
+            case .deleteRow: return "DELETE FROM \"TodoItem\" WHERE \"id\" = ?1"
+            case .deletePulledRow: return "DELETE FROM \"TodoPulled\" WHERE \"id\" = ?1"
+            case .itemOperations:
+                // The lookup of an item's operations, through the (table, itemId COLLATE NOCASE) index.
+                return """
+                    SELECT "id", "properties" FROM "MS_TableOperations" WHERE "table" = ?1 AND "itemId" = ?2 COLLATE NOCASE \
+                    ORDER BY "id"
+                    """
+            case .operationById: return "SELECT \"properties\" FROM \"MS_TableOperations\" WHERE \"id\" = ?1"
+            case .updateOperationProperties: return "UPDATE \"MS_TableOperations\" SET \"properties\" = ?2 WHERE \"id\" = ?1"
+            case .countTableOperations: return "SELECT count(*) FROM \"MS_TableOperations\" WHERE \"table\" = ?1"
+            case .countPulledPriority: return "SELECT count(*) FROM \"TodoPulled\" WHERE \"priority\" = ?1"
+            case .deletePulledPriority: return "DELETE FROM \"TodoPulled\" WHERE \"priority\" = ?1"
+            case .deleteConfig: return "DELETE FROM \"MS_TableConfig\" WHERE \"id\" = ?1"
+            case .updateVersion: return "UPDATE \"TodoItem\" SET \"version\" = ?2 WHERE \"id\" = ?1"
+            case .insertOrIgnore:
+                return """
+                    INSERT OR IGNORE INTO "TodoItem" ("id", "text", "complete", "priority", "createdAt", "updatedAt", "version", \
+                    "deleted") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                    """
+            case .updateRow:
+                return """
+                    UPDATE "TodoItem" SET "id" = ?1, "text" = ?2, "complete" = ?3, "priority" = ?4, "createdAt" = ?5, \
+                    "updatedAt" = ?6, "version" = ?7, "deleted" = ?8 WHERE "id" = ?1
+                    """
+            case .insertConfig:
+                return "INSERT OR IGNORE INTO \"MS_TableConfig\" (\"id\", \"table\", \"key\", \"keyType\", \"value\") VALUES (?1, ?2, ?3, 0, ?4)"
+            case .insertOrIgnorePulled: return Statement.insertOrIgnore.sql.replacingOccurrences(of: "\"TodoItem\"", with: "\"TodoPulled\"")
+            case .updatePulledRow: return Statement.updateRow.sql.replacingOccurrences(of: "\"TodoItem\"", with: "\"TodoPulled\"")
             }
         }
     }
@@ -102,6 +152,19 @@ public final class SQLiteCSubject: BenchSubject {
     /// Opens (creating) `directory/sqlite-c.sqlite` with the system tables.
     public init(directory: URL) throws {
         path = directory.appendingPathComponent("sqlite-c.sqlite").path
+        api = SQLiteAPI.system
+        keyText = nil
+        try open()
+    }
+
+    /// Opens (creating) `directory/sqlcipher-c.db`, encrypted with the 32-byte raw key `sqlcipherKey`, through
+    /// SQLCipher's own C API (the library the `sqlcipher` backend loads), with the backend's settings:
+    /// the raw key (no key derivation), a 4096-byte cipher page, `temp_store = MEMORY`.
+    public init(directory: URL, sqlcipherKey: [UInt8]) throws {
+        path = directory.appendingPathComponent("sqlcipher-c.db").path
+        api = try SQLCipherBaseline.api()
+        let hex = Array("0123456789ABCDEF".utf8)
+        keyText = [UInt8(ascii: "x"), UInt8(ascii: "'")] + sqlcipherKey.flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 0xF)]] } + [UInt8(ascii: "'")]
         try open()
     }
 
@@ -115,13 +178,19 @@ public final class SQLiteCSubject: BenchSubject {
     private func open() throws {
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
-        let rc = sqlite3_open_v2(path, &handle, flags, nil)
+        let rc = api.open_v2(path, &handle, flags, nil)
         guard rc == SQLITE_OK, let handle else {
-            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
-            sqlite3_close_v2(handle)
+            let message = handle.flatMap { api.errmsg($0) }.map { String(cString: $0) } ?? "out of memory"
+            _ = api.close_v2(handle)
             throw LocalStoreError(.ioError, "sqlite-c: cannot open \(path): \(message)")
         }
         db = handle
+        if let keyText {
+            guard let key = api.key else { throw LocalStoreError(.libraryMissing, "sqlcipher-c: the library has no api.key") }
+            let rc = keyText.withUnsafeBytes { key(handle, $0.baseAddress, Int32($0.count)) }
+            guard rc == SQLITE_OK else { throw failure("api.key", rc) }
+            try exec("PRAGMA cipher_page_size = 4096; PRAGMA kdf_iter = 256000;")
+        }
         try exec(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -32768; PRAGMA temp_store = MEMORY;")
         try exec(Self.schema)
@@ -129,47 +198,57 @@ public final class SQLiteCSubject: BenchSubject {
     }
 
     private func closeConnection() {
-        for (_, s) in statements { sqlite3_finalize(s) }
+        for (_, s) in statements { _ = api.finalize(s) }
         statements = [:]
-        if let db { sqlite3_close_v2(db) }
+        if let db { _ = api.close_v2(db) }
         db = nil
     }
 
-    private func exec(_ sql: String) throws {
-        var error: UnsafeMutablePointer<CChar>?
-        let rc = sqlite3_exec(db, sql, nil, nil, &error)
-        if rc != SQLITE_OK {
-            let message = error.map { String(cString: $0) } ?? "error \(rc)"
-            sqlite3_free(error)
-            throw LocalStoreError(.ioError, "sqlite-c: \(message)")
+    /// Runs every statement of `sql` (`api.exec` without a callback, written with the table's functions).
+    func exec(_ sql: String) throws {
+        guard let db else { throw LocalStoreError.closed() }
+        try sql.withCString { start in
+            var rest: UnsafePointer<CChar>? = start
+            while let current = rest, current.pointee != 0 {
+                var stmt: OpaquePointer?
+                var tail: UnsafePointer<CChar>?
+                let rc = api.prepare_v2(db, current, -1, &stmt, &tail)
+                guard rc == SQLITE_OK else { throw failure("exec", rc) }
+                rest = tail
+                guard let stmt else { continue }  // whitespace or a comment
+                defer { _ = api.finalize(stmt) }
+                var step = api.step(stmt)
+                while step == SQLITE_ROW { step = api.step(stmt) }
+                guard step == SQLITE_DONE else { throw failure("exec", step) }
+            }
         }
     }
 
-    private func failure(_ what: String, _ rc: Int32) -> LocalStoreError {
-        let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "closed"
+    func failure(_ what: String, _ rc: Int32) -> LocalStoreError {
+        let message = db.flatMap { api.errmsg($0) }.map { String(cString: $0) } ?? "closed"
         return LocalStoreError(.ioError, "sqlite-c: \(what) failed (\(rc)): \(message)")
     }
 
     /// The prepared statement for `s` (prepared on first use, kept until the connection closes), reset and
     /// with its bindings cleared.
-    private func statement(_ s: Statement) throws -> OpaquePointer {
+    func statement(_ s: Statement) throws -> OpaquePointer {
         if let stmt = statements[s] { return stmt }
         guard let db else { throw LocalStoreError.closed() }
         var stmt: OpaquePointer?
-        let rc = sqlite3_prepare_v3(db, s.sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
+        let rc = api.prepare_v2(db, s.sql, -1, &stmt, nil)
         guard rc == SQLITE_OK, let stmt else { throw failure("prepare", rc) }
         statements[s] = stmt
         return stmt
     }
 
     /// Steps a statement that returns no rows, then resets it.
-    private func run(_ stmt: OpaquePointer) throws {
-        let rc = sqlite3_step(stmt)
-        sqlite3_reset(stmt)
+    func run(_ stmt: OpaquePointer) throws {
+        let rc = api.step(stmt)
+        _ = api.reset(stmt)
         guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw failure("step", rc) }
     }
 
-    private func transaction<R>(_ body: () throws -> R) throws -> R {
+    func transaction<R>(_ body: () throws -> R) throws -> R {
         try run(try statement(.begin))
         do {
             let r = try body()
@@ -184,71 +263,79 @@ public final class SQLiteCSubject: BenchSubject {
     /// The ids of the queued operations, in order (for tests: the baseline gives no id twice).
     func operationIds() throws -> [Int64] {
         var stmt: OpaquePointer?
-        let rc = sqlite3_prepare_v2(db, "SELECT \"id\" FROM \"MS_TableOperations\" ORDER BY \"id\"", -1, &stmt, nil)
+        let rc = api.prepare_v2(db, "SELECT \"id\" FROM \"MS_TableOperations\" ORDER BY \"id\"", -1, &stmt, nil)
         guard rc == SQLITE_OK, let stmt else { throw failure("prepare", rc) }
-        defer { sqlite3_finalize(stmt) }
+        defer { _ = api.finalize(stmt) }
         var ids: [Int64] = []
         while true {
-            let rc = sqlite3_step(stmt)
+            let rc = api.step(stmt)
             if rc == SQLITE_DONE { return ids }
             guard rc == SQLITE_ROW else { throw failure("step", rc) }
-            ids.append(sqlite3_column_int64(stmt, 0))
+            ids.append(api.column_int64(stmt, 0))
         }
     }
 
     // MARK: Binding and decoding
 
     /// Binds `text` without copying it for as long as `body` runs (the statement is stepped inside).
-    private func withText<R>(_ text: String, bind stmt: OpaquePointer, _ index: Int32, _ body: () throws -> R) rethrows -> R {
+    func withText<R>(_ text: String, bind stmt: OpaquePointer, _ index: Int32, _ body: () throws -> R) rethrows -> R {
         var text = text
         return try text.withUTF8 { bytes in
             if let base = bytes.baseAddress, bytes.count > 0 {
                 base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
-                    _ = sqlite3_bind_text(stmt, index, $0, Int32(bytes.count), nil)  // SQLITE_STATIC
+                    _ = api.bind_text(stmt, index, $0, Int32(bytes.count), nil)  // SQLITE_STATIC
                 }
             } else {
-                _ = sqlite3_bind_text(stmt, index, "", 0, Self.transient)
+                _ = api.bind_text(stmt, index, "", 0, SQLite.TRANSIENT)
             }
             return try body()
         }
     }
 
-    private static var transient: sqlite3_destructor_type { unsafeBitCast(-1, to: sqlite3_destructor_type.self) }
 
-    private static func text(_ stmt: OpaquePointer, _ column: Int32) -> String {
-        guard let p = sqlite3_column_text(stmt, column) else { return "" }
-        let n = Int(sqlite3_column_bytes(stmt, column))
+    func text(_ stmt: OpaquePointer, _ column: Int32) -> String {
+        guard let p = api.column_text(stmt, column) else { return "" }
+        let n = Int(api.column_bytes(stmt, column))
         return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
     }
 
-    private static func record(_ stmt: OpaquePointer) -> TodoRecord {
+    func record(_ stmt: OpaquePointer) -> TodoRecord {
         TodoRecord(
-            id: text(stmt, 0), text: text(stmt, 1), complete: sqlite3_column_int64(stmt, 2) != 0,
-            priority: sqlite3_column_int64(stmt, 3),
-            createdAt: Date(timeIntervalSinceReferenceDate: sqlite3_column_double(stmt, 4)),
-            updatedAt: Date(timeIntervalSinceReferenceDate: sqlite3_column_double(stmt, 5)), version: text(stmt, 6),
-            deleted: sqlite3_column_int64(stmt, 7) != 0)
+            id: text(stmt, 0), text: text(stmt, 1), complete: api.column_int64(stmt, 2) != 0,
+            priority: api.column_int64(stmt, 3),
+            createdAt: Date(timeIntervalSinceReferenceDate: api.column_double(stmt, 4)),
+            updatedAt: Date(timeIntervalSinceReferenceDate: api.column_double(stmt, 5)), version: text(stmt, 6),
+            deleted: api.column_int64(stmt, 7) != 0)
     }
 
     /// Steps `stmt` to the end, decoding every row; returns the rows, then resets the statement.
     private func records(_ stmt: OpaquePointer) throws -> [TodoRecord] {
-        defer { sqlite3_reset(stmt) }
+        defer { _ = api.reset(stmt) }
         var rows: [TodoRecord] = []
         while true {
-            let rc = sqlite3_step(stmt)
+            let rc = api.step(stmt)
             if rc == SQLITE_DONE { return rows }
             guard rc == SQLITE_ROW else { throw failure("step", rc) }
-            rows.append(Self.record(stmt))
+            rows.append(record(stmt))
         }
     }
 
-    private func upsertRow(_ r: TodoRecord) throws {
-        let stmt = try statement(.upsert)
-        sqlite3_bind_int64(stmt, 3, r.complete ? 1 : 0)
-        sqlite3_bind_int64(stmt, 4, r.priority)
-        sqlite3_bind_double(stmt, 5, r.createdAt.timeIntervalSinceReferenceDate)
-        sqlite3_bind_double(stmt, 6, r.updatedAt.timeIntervalSinceReferenceDate)
-        sqlite3_bind_int64(stmt, 8, r.deleted ? 1 : 0)
+    func upsertRow(_ r: TodoRecord, pulled: Bool = false) throws {
+        guard hasUpsertClause else {
+            try bindRow(r, try statement(pulled ? .insertOrIgnorePulled : .insertOrIgnore))
+            if api.changes(db) == 0 { try bindRow(r, try statement(pulled ? .updatePulledRow : .updateRow)) }
+            return
+        }
+        try bindRow(r, try statement(pulled ? .upsertPulled : .upsert))
+    }
+
+    /// Binds the record's eight columns to `stmt` and runs it.
+    private func bindRow(_ r: TodoRecord, _ stmt: OpaquePointer) throws {
+        _ = api.bind_int64(stmt, 3, r.complete ? 1 : 0)
+        _ = api.bind_int64(stmt, 4, r.priority)
+        _ = api.bind_double(stmt, 5, r.createdAt.timeIntervalSinceReferenceDate)
+        _ = api.bind_double(stmt, 6, r.updatedAt.timeIntervalSinceReferenceDate)
+        _ = api.bind_int64(stmt, 8, r.deleted ? 1 : 0)
         try withText(r.id, bind: stmt, 1) {
             try withText(r.text, bind: stmt, 2) {
                 try withText(r.version, bind: stmt, 7) { try run(stmt) }
@@ -271,7 +358,7 @@ public final class SQLiteCSubject: BenchSubject {
 
     public func queryIndexed(priority: Int64) throws -> Int {
         let stmt = try statement(.queryIndexed)
-        sqlite3_bind_int64(stmt, 1, priority)
+        _ = api.bind_int64(stmt, 1, priority)
         return try records(stmt).count
     }
 
@@ -282,29 +369,29 @@ public final class SQLiteCSubject: BenchSubject {
 
     public func countComplete() throws -> Int {
         let stmt = try statement(.countComplete)
-        defer { sqlite3_reset(stmt) }
-        let rc = sqlite3_step(stmt)
+        defer { _ = api.reset(stmt) }
+        let rc = api.step(stmt)
         guard rc == SQLITE_ROW else { throw failure("count", rc) }
-        return Int(sqlite3_column_int64(stmt, 0))
+        return Int(api.column_int64(stmt, 0))
     }
 
     public func deleteWhere(priority: Int64) throws -> Int {
         try transaction {
             let stmt = try statement(.deleteWhere)
-            sqlite3_bind_int64(stmt, 1, priority)
+            _ = api.bind_int64(stmt, 1, priority)
             try run(stmt)
-            return Int(sqlite3_changes64(db))
+            return Int(api.changes(db))
         }
     }
 
-    private static let insertProperties = Array(#"{"type":"insert"}"#.utf8)
+    static let insertProperties = Array(#"{"type":"insert"}"#.utf8)
 
     public func localWrite(_ record: TodoRecord) throws {
         try transaction {
             try upsertRow(record)
             let stmt = try statement(.appendOperation)
-            try Self.insertProperties.withUnsafeBytes { props in
-                sqlite3_bind_blob(stmt, 3, props.baseAddress, Int32(props.count), nil)
+            try SQLiteCSubject.insertProperties.withUnsafeBytes { props in
+                _ = api.bind_blob(stmt, 3, props.baseAddress, Int32(props.count), nil)
                 try withText("TodoItem", bind: stmt, 1) {
                     try withText(record.id, bind: stmt, 2) { try run(stmt) }
                 }
@@ -315,31 +402,31 @@ public final class SQLiteCSubject: BenchSubject {
     public func drainOne() throws -> Bool {
         try transaction {
             let first = try statement(.firstOperation)
-            let rc = sqlite3_step(first)
+            let rc = api.step(first)
             guard rc == SQLITE_ROW else {
-                sqlite3_reset(first)
+                _ = api.reset(first)
                 if rc == SQLITE_DONE { return false }
                 throw failure("step", rc)
             }
             // Decode the operation as a sync engine would before pushing it.
             let op = TableOperation(
-                id: sqlite3_column_int64(first, 0), table: Self.text(first, 1),
-                tableKind: Int(sqlite3_column_int64(first, 2)), itemId: Self.text(first, 3),
-                properties: Self.blob(first, 4))
-            sqlite3_reset(first)
+                id: api.column_int64(first, 0), table: text(first, 1),
+                tableKind: Int(api.column_int64(first, 2)), itemId: text(first, 3),
+                properties: blob(first, 4))
+            _ = api.reset(first)
             let deleteOp = try statement(.deleteOperation)
-            sqlite3_bind_int64(deleteOp, 1, op.id)
+            _ = api.bind_int64(deleteOp, 1, op.id)
             try run(deleteOp)
             let deleteErrors = try statement(.deleteErrors)
-            sqlite3_bind_int64(deleteErrors, 1, op.id)
+            _ = api.bind_int64(deleteErrors, 1, op.id)
             try run(deleteErrors)
             return true
         }
     }
 
-    private static func blob(_ stmt: OpaquePointer, _ column: Int32) -> [UInt8] {
-        let n = Int(sqlite3_column_bytes(stmt, column))
-        guard n > 0, let p = sqlite3_column_blob(stmt, column) else { return [] }
+    func blob(_ stmt: OpaquePointer, _ column: Int32) -> [UInt8] {
+        let n = Int(api.column_bytes(stmt, column))
+        guard n > 0, let p = api.column_blob(stmt, column) else { return [] }
         return Array(UnsafeRawBufferPointer(start: p, count: n))
     }
 
@@ -354,8 +441,8 @@ public final class SQLiteCSubject: BenchSubject {
         let token = DeltaTokenFormat.string(from: date)
         let update = try statement(.updateConfigValue)
         try withText(id, bind: update, 1) { try withText(token, bind: update, 2) { try run(update) } }
-        if sqlite3_changes(db) == 0 {
-            let set = try statement(.setConfig)
+        if api.changes(db) == 0 {
+            let set = try statement(hasUpsertClause ? .setConfig : .insertConfig)
             try withText(id, bind: set, 1) {
                 try withText("TodoItem", bind: set, 2) {
                     try withText(queryId, bind: set, 3) {
@@ -366,13 +453,13 @@ public final class SQLiteCSubject: BenchSubject {
         }
         let get = try statement(.readConfig)
         return try withText(id, bind: get, 1) {
-            defer { sqlite3_reset(get) }
-            let rc = sqlite3_step(get)
+            defer { _ = api.reset(get) }
+            let rc = api.step(get)
             guard rc == SQLITE_ROW else {
                 if rc == SQLITE_DONE { return nil }
                 throw failure("step", rc)
             }
-            return DeltaTokenFormat.date(from: Self.text(get, 0))
+            return DeltaTokenFormat.date(from: text(get, 0))
         }
     }
 

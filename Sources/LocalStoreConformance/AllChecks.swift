@@ -86,6 +86,7 @@ extension ConformanceSuite {
         ConformanceCheck(name: "collapseRemovesPushErrors", collapseRemovesPushErrors),
         ConformanceCheck(name: "upsertEmptyIdRefused", upsertEmptyIdRefused),
         ConformanceCheck(name: "sentOperationsDoNotCollapse", sentOperationsDoNotCollapse),
+        ConformanceCheck(name: "markedOperationsAreTracked", markedOperationsAreTracked),
         ConformanceCheck(name: "nestedTypedCallsAreAtomic", nestedTypedCallsAreAtomic),
         ConformanceCheck(name: "nestedFailuresLeaveNothing", nestedFailuresLeaveNothing),
         ConformanceCheck(name: "pulledPageRules", pulledPageRules),

@@ -35,7 +35,7 @@ package enum SQLCipherLibrary {
     private static let loaded: Result<SQLiteAPI, LocalStoreError> = load()
 
     /// The function table, or the error explaining why SQLCipher cannot be used.
-    static func api() throws -> SQLiteAPI { try loaded.get() }
+    package static func api() throws -> SQLiteAPI { try loaded.get() }
 
     /// Why this process refuses to load SQLCipher (it cannot use `RTLD_DEEPBIND` and a plain SQLite is
     /// loaded), or `nil` when it may. Does not load the library. Tests skip their in-process SQLCipher

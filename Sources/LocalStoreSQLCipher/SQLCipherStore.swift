@@ -427,4 +427,7 @@ extension SQLCipherStore: SystemTableStoreShortcuts {
 extension SQLCipherStore: SystemTableReadShortcuts {
     package func firstOperation(after id: Int64) throws -> TableOperation? { try lock.with { try $0.firstOperation(after: id) } }
     package func configValue(id: String) throws -> Value? { try lock.with { try $0.configValue(id: id) } }
+    package func itemOperations(table: String, itemId: String) throws -> [TableOperation]? {
+        try lock.with { try $0.itemOperations(table: table, itemId: itemId) }
+    }
 }

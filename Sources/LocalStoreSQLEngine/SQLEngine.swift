@@ -865,6 +865,12 @@ package final class SQLEngine: @unchecked Sendable {
         }
     }
 
+    /// The operations of one item, read with a statement prepared once (see `SystemTableReadShortcuts`);
+    /// a short read.
+    package func itemOperations(table: String, itemId: String) throws -> [TableOperation]? {
+        try withShortRead { try $0.itemOperations(table: table, itemId: itemId) }
+    }
+
     /// The id and value of the config row `id`, read with a statement prepared once; a short read.
     package func configValue(id: String) throws -> Value? {
         try withShortRead { try $0.configValue(id: id) }
@@ -1082,6 +1088,10 @@ extension SQLTransaction: SystemTableShortcuts {
 
     func largestOperationId() throws -> Int64? {
         try access(writes: false) { try session.largestOperationId() }
+    }
+
+    func itemOperations(table: String, itemId: String) throws -> [TableOperation]? {
+        try access(writes: false) { try session.itemOperations(table: table, itemId: itemId) }
     }
 
     func deltaTokenRowIds(table: String, queryId: String) throws -> [Value] {

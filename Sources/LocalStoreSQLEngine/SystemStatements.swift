@@ -13,7 +13,7 @@ final class SystemStatements {
     enum Kind: Int, CaseIterable {
         case firstOperation, largestOperationId, insertOperation, deleteOperation, deleteErrors
         case configRow, updateConfigValue, deltaTokenRowIds, updateSoleDeltaToken
-        case advanceHighWater, insertOperationAtMark
+        case advanceHighWater, insertOperationAtMark, itemOperations
     }
 
     let operations: TableInfo
@@ -51,6 +51,13 @@ final class SystemStatements {
                 return "SELECT \(op.joined(separator: ", ")) FROM \(ops) WHERE \(op[0]) > ?1 ORDER BY \(op[0]) LIMIT 1"
             case .largestOperationId:
                 return "SELECT \(op[0]) FROM \(ops) ORDER BY \(op[0]) DESC LIMIT 1"
+            case .itemOperations:
+                // What SQLCompiler makes of `table == t && itemId equalsIgnoringCase i` sorted by id: a search
+                // of the `(table, itemId COLLATE NOCASE)` index.
+                return """
+                    SELECT \(op.joined(separator: ", ")) FROM \(ops) WHERE \(op[1]) = ?1 AND \(op[3]) COLLATE NOCASE = ?2 \
+                    ORDER BY \(op[0])
+                    """
             case .insertOperation:
                 return operations.insertAllSQL
             case .deleteOperation:
@@ -185,6 +192,25 @@ extension Session {
                 id: s.int64(0), table: try s.value(1, as: .string).stringValue ?? "",
                 tableKind: Int(try s.value(2, as: .integer).intValue ?? 0), itemId: try s.value(3, as: .string).stringValue ?? "",
                 properties: try s.value(4, as: .binary).binaryValue ?? [])
+        }
+    }
+
+    /// The operations of one item (see ``SystemTableReadShortcuts/itemOperations(table:itemId:)``); `nil`
+    /// without the system statements.
+    func itemOperations(table: String, itemId: String) throws -> [TableOperation]? {
+        guard let system = try systemStatements() else { return nil }
+        return try system.with(.itemOperations, on: connection) { s in
+            try s.bind(.string(table), at: 1)
+            try s.bind(.string(itemId), at: 2)
+            var out: [TableOperation] = []
+            while try s.step() {
+                out.append(
+                    TableOperation(
+                        id: s.int64(0), table: try s.value(1, as: .string).stringValue ?? "",
+                        tableKind: Int(try s.value(2, as: .integer).intValue ?? 0), itemId: try s.value(3, as: .string).stringValue ?? "",
+                        properties: try s.value(4, as: .binary).binaryValue ?? []))
+            }
+            return out
         }
     }
 

@@ -343,7 +343,7 @@ struct PushEngine: Sendable {
     /// brings the server's version to the row and to any later operation of the item). Otherwise the
     /// operation is pushed as usual. Returns the failure that stops the push, if any.
     private func recoverLandedWrites() async throws -> SyncTransportError? {
-        for op in try await store.queuedOperations() {
+        for op in try await store.operationsMayBeOnServer() {
             let schema = try await store.schema(of: op.table)
             guard let sent = SentOperationRecord(op), let sentJSON = sent.item, let sentItem = ItemJSON.item(sentJSON, schema: schema) else {
                 continue

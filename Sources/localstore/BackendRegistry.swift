@@ -23,7 +23,7 @@ enum BackendRegistry {
             }
         case "sqlcipher":
             // A raw 256-bit key: no key derivation, so the numbers are the cipher's cost alone.
-            return .persistent(name: "sqlcipher", baseline: "sqlite-c", file: "store.db") { path in
+            return .persistent(name: "sqlcipher", baseline: "sqlcipher-c", file: "store.db") { path in
                 try SQLCipherStore(path: path, key: try .raw(benchKey))
             }
         case "sqlcipher-passphrase":
@@ -52,11 +52,11 @@ enum BackendRegistry {
 
     /// How durable the SQL stores' commits are in the benchmark (the defaults, see docs/sqlite.md).
     static let durability =
-        "sqlite, sqlcipher, sqlite-c: WAL, synchronous=NORMAL (no fsync per commit; the WAL is fsynced when it is "
+        "sqlite, sqlcipher, sqlite-c, sqlcipher-c: WAL, synchronous=NORMAL (no fsync per commit; the WAL is fsynced when it is "
         + "checkpointed, every ~1000 pages), cache_size 32 MiB, temp_store=MEMORY"
 
     /// The fixed raw key of the benchmark's SQLCipher stores (temporary files, removed afterwards).
-    static let benchKey = (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 29 &+ 3) }
+    static let benchKey = BenchBaselines.sqlcipherKey
 
     static func environment() -> [String: String] {
         var env: [String: String] = [

@@ -48,6 +48,9 @@ struct Bench: ParsableCommand {
     @Option(help: "Comma-separated workloads to run (default: all); the table is loaded untimed when upsert is not among them.")
     var workloads: String?
 
+    @Option(help: "Pending operations the sync workloads (enqueue, push-cycle, pull-page, initial-pull, purge) start from.")
+    var queue: Int = BenchRunner.defaultQueue
+
     @Option(help: "Seed of the data and of the random choices.")
     var seed: UInt64 = 42
 
@@ -82,6 +85,7 @@ struct Bench: ParsableCommand {
 
     func validate() throws {
         guard records >= 1 else { throw ValidationError("--records must be at least 1") }
+        guard queue >= 2 else { throw ValidationError("--queue must be at least 2") }
         guard observers >= 0 else { throw ValidationError("--observers must not be negative") }
         guard (1...15).contains(processes) else { throw ValidationError("--processes must be between 1 and 15") }
         if inProcess, processes > 1 { throw ValidationError("--processes needs child processes: leave out --in-process") }
@@ -129,7 +133,7 @@ struct Bench: ParsableCommand {
             for b in BackendRegistry.baselineNames where !names.contains(b) { names.append(b) }
         }
         let runner = BenchRunner(
-            records: records, seed: seed, progress: Progress(), workloads: try selectedWorkloads(), observers: observers)
+            records: records, seed: seed, progress: Progress(), workloads: try selectedWorkloads(), observers: observers, queue: queue)
         var report = BenchReport(records: records, environment: BackendRegistry.environment(), results: [], footprints: [])
         var baselines: [String: String] = [:]
         // Baselines first, so a backend's ratio is available as soon as it is measured.
@@ -162,6 +166,7 @@ struct Bench: ParsableCommand {
                 + (processes > 1 ? "; \(processes) such runs, per workload the one with the median ops/s" : "")
         }
         report.environment["durability"] = BackendRegistry.durability
+        report.environment["queue"] = "\(queue) pending operations before the sync workloads"
         report.environment["rounds"] =
             "\(Workload.repeatable.map(\.rawValue).joined(separator: ", ")): the fastest of \(BenchRunner.rounds) rounds "
             + "(a round over \(Int(BenchRunner.repeatBelowSeconds)) s is not repeated); other workloads: one"
@@ -213,7 +218,7 @@ extension Bench {
     private func childArguments(_ name: String) -> [String] {
         [
             "bench", "--serve", "--no-baselines", "--backends", name, "--records", String(records), "--seed", String(seed),
-        ] + (workloads.map { ["--workloads", $0] } ?? []) + ["--observers", String(observers)]
+        ] + (workloads.map { ["--workloads", $0] } ?? []) + ["--observers", String(observers), "--queue", String(queue)]
     }
 
     /// Child mode (`--serve`): opens the one backend's session, prints the workloads it runs (one JSON
@@ -223,7 +228,7 @@ extension Bench {
         guard requested.count == 1, let backend = BackendRegistry.backend(named: requested[0]) else {
             throw ValidationError("--serve runs exactly one backend")
         }
-        let runner = BenchRunner(records: records, seed: seed, progress: Progress(), workloads: try selectedWorkloads(), observers: observers)
+        let runner = BenchRunner(records: records, seed: seed, progress: Progress(), workloads: try selectedWorkloads(), observers: observers, queue: queue)
         let run = try BenchBackendRun(runner, backend: backend)
         defer { run.removeFiles() }
         let encoder = JSONEncoder()

@@ -9,7 +9,7 @@ import Testing
 @Suite("localstore bench summary and chart", .serialized)
 struct BenchSummaryTests {
     static let backends = ["memory", "sqlite", "lmdb"]
-    static let baselines = ["sqlite-c", "lmdb-c"]
+    static let baselines = ["sqlite-c", "sqlcipher-c", "lmdb-c"]
     static let workloads = ["read-by-id", "count"]
     static let arguments = ["bench", "--records", "200", "--workloads", workloads.joined(separator: ","), "--backends", backends.joined(separator: ",")]
 
@@ -107,6 +107,30 @@ struct BenchSummaryTests {
         #expect(ops["local-write"] == 20, "\(ops)")
     }
 
+    /// The sync workloads run on every backend and C-API baseline from a queue of `--queue` operations,
+    /// each call's result checked by the session (a wrong outcome, a head pushed out of order, a page's
+    /// skipped/deleted/upserted counts or a purge's rows that differ from the model fail the run).
+    @Test func syncWorkloadsRunOnEveryBackendAndBaseline() throws {
+        let workloads = ["enqueue", "push-cycle", "pull-page", "initial-pull", "purge"]
+        let r = try CLI.run([
+            "bench", "--records", "300", "--queue", "40", "--workloads", workloads.joined(separator: ","),
+            "--backends", "memory,sqlite,sqlcipher,lmdb", "--format", "json",
+        ])
+        #expect(r.status == 0, "\(r.stderr)")
+        let report = try JSONDecoder().decode(BenchReport.self, from: Data(r.stdout.utf8))
+        #expect(report.environment["queue"]?.hasPrefix("40 ") == true)
+        for backend in ["memory", "sqlite", "sqlcipher", "lmdb", "sqlite-c", "sqlcipher-c", "lmdb-c"] {
+            let ops = Dictionary(report.results.filter { $0.backend == backend }.map { ($0.workload, $0.ops) }, uniquingKeysWith: { a, _ in a })
+            // 30 enqueues (a third each of inserts, updates, deletes), half the queue pushed, 300 / 50 pages,
+            // 300 / 100 initial pages, ten priorities purged.
+            #expect(ops == ["enqueue": 30, "push-cycle": 20, "pull-page": 6, "initial-pull": 3, "purge": 10], "\(backend): \(ops)")
+        }
+        let sqlcipher = report.results.first { $0.backend == "sqlcipher" && $0.workload == "purge" }
+        #expect(sqlcipher?.ratioToBaseline != nil)  // held to sqlcipher-c
+        let bad = try CLI.run(["bench", "--records", "300", "--queue", "1", "--workloads", "enqueue", "--backends", "memory"])
+        #expect(bad.status != 0 && bad.stderr.contains("--queue"), "\(bad.stderr)")
+    }
+
     /// Each backend runs in a child process of its own, and the children take turns workload by workload:
     /// every backend runs a workload before any runs the next one, so a backend and its baseline are
     /// measured close together in time.
@@ -121,7 +145,7 @@ struct BenchSummaryTests {
         // The baselines first, then the backends, per workload.
         var expected: [String] = []
         for w in ["read-by-id", "count", "delta-token"] {
-            for b in ["sqlite-c", "lmdb-c", "memory", "lmdb"] { expected.append("\(b) \(w)") }
+            for b in ["sqlite-c", "sqlcipher-c", "lmdb-c", "memory", "lmdb"] { expected.append("\(b) \(w)") }
         }
         #expect(lines == expected)
     }

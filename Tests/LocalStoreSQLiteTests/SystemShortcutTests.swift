@@ -269,7 +269,10 @@ struct SystemShortcutTests {
         let store = try library.open(dir.path("store.sqlite"))
         defer { try? store.close() }
         let plans = try store.engine.systemStatementQueryPlans()
-        #expect(plans.count == 11, "\(plans)")
+        #expect(plans.count == 12, "\(plans)")
+        // An item's operations: a search of the (table, itemId COLLATE NOCASE) index, already in id order.
+        #expect(plans["itemOperations"]?.contains { $0.hasPrefix("SEARCH") && $0.contains("table_itemId") } == true, "\(plans["itemOperations"] ?? [])")
+        #expect(plans["itemOperations"]?.contains { $0.contains("TEMP B-TREE") } == false, "\(plans["itemOperations"] ?? [])")
         #expect(plans["updateSoleDeltaToken"]?.contains { $0.contains("pair_nocase") } == true, "\(plans["updateSoleDeltaToken"] ?? [])")
         // The row itself by rowid, the value the pair-index search gave (not a second search by id).
         #expect(plans["updateSoleDeltaToken"]?.contains { $0.hasPrefix("SEARCH") && $0.contains("INTEGER PRIMARY KEY (rowid=?)") } == true, "\(plans["updateSoleDeltaToken"] ?? [])")

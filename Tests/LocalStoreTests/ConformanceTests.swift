@@ -108,6 +108,7 @@ struct ConformanceTests {
         "collapseRemovesPushErrors",
         "upsertEmptyIdRefused",
         "sentOperationsDoNotCollapse",
+        "markedOperationsAreTracked",
         "nestedTypedCallsAreAtomic",
         "nestedFailuresLeaveNothing",
         "pulledPageRules",
@@ -257,6 +258,7 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func collapseRemovesPushErrors(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func upsertEmptyIdRefused(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func sentOperationsDoNotCollapse(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func markedOperationsAreTracked(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func nestedTypedCallsAreAtomic(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func nestedFailuresLeaveNothing(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pulledPageRules(_ backend: StoreFactory) throws { try runCheck(backend) }

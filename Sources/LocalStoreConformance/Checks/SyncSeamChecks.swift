@@ -187,4 +187,46 @@ extension ConformanceSuite {
             try expectEqual(try store.queuedOperations().map(\.id), [sent.id, delete.id], "both operations are queued")
         }
     }
+
+    /// `operationsMayBeOnServer()` returns exactly the operations a push marked that may be on the server
+    /// (in flight, or sent and never completed), `releaseInFlightOperations()` clears exactly their in-flight
+    /// marks, and both still find marks written by other code before the store tracked them (a raw
+    /// `properties` with `"state":1`).
+    public static func markedOperationsAreTracked(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(queueSchema)
+            // A mark written before tracking (as an earlier LocalStore, or an SDK store, would have left it).
+            let legacy = try store.appendOperation(table: "QItem", itemId: "old", properties: Array(#"{"state":1,"type":1,"version":1}"#.utf8))
+            for n in 0..<5 { try store.enqueue(.insert, ["id": .string("i\(n)"), "text": "x"], into: "QItem") }
+            try expectEqual(try store.operationsMayBeOnServer().map(\.id), [legacy.id], "the untracked mark is found")
+            try expectEqual(try store.releaseInFlightOperations(), 1, "the untracked mark is released")
+            try expectEqual(try store.operationsMayBeOnServer().map(\.id), [], "nothing is marked")
+            try store.removeOperation(id: legacy.id)
+            // Marked by a push: one begun (in flight only), one sent.
+            let begun = try unwrap(try store.beginPush(), "beginning the head")
+            try expectEqual(try store.operationsMayBeOnServer().map(\.id), [begun.id], "the begun operation")
+            let sent = try unwrap(try store.beginSending(after: begun.id), "sending the next").operation
+            try expectEqual(try store.operationsMayBeOnServer().map(\.id), [begun.id, sent.id], "both marked")
+            try expectEqual(try store.releaseInFlightOperations(), 2, "both were in flight")
+            // The sent one may still be on the server (its answer was lost); the begun one was never sent.
+            try expectEqual(try store.operationsMayBeOnServer().map(\.id), [sent.id], "only the sent operation remains")
+            try expectEqual(try unwrap(try store.queuedOperation(id: sent.id), "the sent operation").isInFlight, false, "released")
+            try expectEqual(try store.complete(sent), .removed, "completed")
+            try expectEqual(try store.operationsMayBeOnServer().map(\.id), [], "nothing is marked after completion")
+            // A push error settles a sent operation: it did not land.
+            let again = try unwrap(try store.beginSending(), "sending the head again").operation
+            try store.recordPushError(for: again, statusCode: 400, message: "refused")
+            try expectEqual(try store.operationsMayBeOnServer().map(\.id), [], "an answered push is not on the server")
+            // A rolled-back mark leaves no trace.
+            struct Stop: Error {}
+            do {
+                try store.write { tx in
+                    _ = try tx.beginSending(after: again.id)
+                    throw Stop()
+                }
+            } catch is Stop {}
+            try expectEqual(try store.operationsMayBeOnServer().map(\.id), [], "the rolled-back mark is gone")
+            try expectEqual(try store.pendingOperationCount(), 4, "the queue")
+        }
+    }
 }
