@@ -37,7 +37,7 @@ public final class SQLiteCSubject: BenchSubject {
         case updateOperationProperties, countTableOperations, countPulledPriority, deletePulledPriority, deleteConfig, updateVersion
         // SQLite before 3.24 (SQLCipher 3.4.1's 3.15.2) has no `ON CONFLICT … DO UPDATE`: an upsert is the
         // engine's `INSERT OR IGNORE`, then an `UPDATE` of every column when it inserted nothing.
-        case insertOrIgnore, updateRow, insertOrIgnorePulled, updatePulledRow, insertConfig
+        case insertOrIgnore, updateRow, insertOrIgnorePulled, updatePulledRow, insertConfig, storeLocalStoreEntry
 
         var sql: String {
             switch self {
@@ -117,6 +117,9 @@ public final class SQLiteCSubject: BenchSubject {
                     """
             case .insertConfig:
                 return "INSERT OR IGNORE INTO \"MS_TableConfig\" (\"id\", \"table\", \"key\", \"keyType\", \"value\") VALUES (?1, ?2, ?3, 0, ?4)"
+            case .storeLocalStoreEntry:
+                // LocalStore's own config rows (key type 100): the push's tracking rows and their marker.
+                return "INSERT OR REPLACE INTO \"MS_TableConfig\" (\"id\", \"table\", \"key\", \"keyType\", \"value\") VALUES (?1, '', ?2, 100, ?3)"
             case .insertOrIgnorePulled: return Statement.insertOrIgnore.sql.replacingOccurrences(of: "\"TodoItem\"", with: "\"TodoPulled\"")
             case .updatePulledRow: return Statement.updateRow.sql.replacingOccurrences(of: "\"TodoItem\"", with: "\"TodoPulled\"")
             }

@@ -41,6 +41,7 @@ extension SQLiteCSubject: BenchSyncSubject {
             sending.sent = SQLiteCJSON.sentRecord(kind: op.kind, version: op.version, item: item)
             sending.inFlight = true
             try writeProperties(id, sending)
+            try trackMayBeOnServer(id)
             return (id, itemId, op, item)
         }
         guard let sent else { return nil }
@@ -58,7 +59,10 @@ extension SQLiteCSubject: BenchSyncSubject {
             _ = api.reset(read)
             guard var current else { throw damaged(sent.id) }
             let unchanged = current.version == sent.op.version && current.kind == sent.op.kind
-            if unchanged { try removeOperation(sent.id) }
+            if unchanged {
+                try removeOperation(sent.id)
+                try untrackMayBeOnServer(sent.id)
+            }
             if var answer = sent.item {
                 answer.version = serverVersion
                 if try itemOperations(sent.itemId).isEmpty {
@@ -73,6 +77,7 @@ extension SQLiteCSubject: BenchSyncSubject {
                 current.inFlight = false
                 current.sent = nil
                 try writeProperties(sent.id, current)
+                try untrackMayBeOnServer(sent.id)
             }
         }
         return sent.itemId
@@ -294,6 +299,28 @@ extension SQLiteCSubject: BenchSyncSubject {
                 throw failure("step", rc)
             }
             return text(get, 0)
+        }
+    }
+
+    /// LocalStore's tracking of marked operations (SentTracking.swift): the marker row read, and written
+    /// with a row per marked operation the first time; the operation's row.
+    private func trackMayBeOnServer(_ id: Int64) throws {
+        if try configValue("localstore|sentTracking") == nil {
+            // The first mark of this store: no operation was marked before (this baseline marks only here).
+            try storeLocalStoreEntry("localstore|sentTracking", key: "sentTracking", value: "1")
+        }
+        try storeLocalStoreEntry("localstore|sent|\(id)", key: "sentOperation", value: String(id))
+    }
+
+    private func untrackMayBeOnServer(_ id: Int64) throws {
+        let delete = try statement(.deleteConfig)
+        try withText("localstore|sent|\(id)", bind: delete, 1) { try run(delete) }
+    }
+
+    private func storeLocalStoreEntry(_ id: String, key: String, value: String) throws {
+        let stmt = try statement(.storeLocalStoreEntry)
+        try withText(id, bind: stmt, 1) {
+            try withText(key, bind: stmt, 2) { try withText(value, bind: stmt, 3) { try run(stmt) } }
         }
     }
 
