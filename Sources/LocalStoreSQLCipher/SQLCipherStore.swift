@@ -267,7 +267,16 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
                         try raw.execute("ATTACH DATABASE ? AS rekey_target KEY ?", [.text(staging), .bytes(bytes)])
                     }
                     defer { try? raw.execute("DETACH DATABASE rekey_target") }
-                    try raw.execute("SELECT sqlcipher_export('rekey_target')")
+                    do {
+                        try raw.execute("SELECT sqlcipher_export('rekey_target')")
+                    } catch let e as LocalStoreError where e.code == .internal {
+                        // SQLCipher 3.4's export runs its statements itself and reports any failure of
+                        // them as SQLITE_ERROR, whose message then is the generic "SQL logic error": what
+                        // fails there is writing the copy (the store is only read), so it is an I/O error.
+                        throw LocalStoreError(
+                            .ioError,
+                            "rekey: writing the re-encrypted copy '\(staging)' failed (\(e.message)); the store is unchanged and still opens with its current key")
+                    }
                 }
                 try Self.syncFile(staging)
             } catch {
