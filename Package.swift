@@ -112,7 +112,7 @@ let package = Package(
                 "LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB", "LocalStoreSync", "CSQLite", "CLMDB",
             ]
         ),
-        .executableTarget(name: "localstore-crash-writer", dependencies: ["LocalStore", "LocalStoreReliability", "CPowerLoss"]),
+        .executableTarget(name: "localstore-crash-writer", dependencies: ["LocalStore", "LocalStoreLMDB", "LocalStoreReliability", "CPowerLoss"]),
         .executableTarget(name: "localstore-fuzz", dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreReliability"]),
         // The crash tests run localstore-crash-writer as a child process. It is deliberately not a dependency:
         // a test target's executable dependencies are linked into the test bundle, and with it CPowerLoss's

@@ -39,12 +39,20 @@ public struct LMDBStoreOptions: Sendable, Hashable {
     /// a limit, as on the SQL backends. Only LocalStore processes take part: a program writing with
     /// liblmdb directly is waited for in LMDB's own lock, without a timeout.
     public var busyTimeout: Duration
+    /// Whether opening walks every page of the store in a forked child process first, as
+    /// ``LMDBStore/checkIntegrity()`` does, before this process reads any (default `false`). liblmdb
+    /// keeps no page checksums and can abort or fault on a damaged page; with this option a store
+    /// damaged before it is opened is a `corrupt` error from the initializer instead of a process ended
+    /// by a signal. It costs a fork and a read of every page on each open (docs/lmdb.md, "Damaged
+    /// pages"); damage that appears while the store is open is not caught.
+    public var verifyPagesOnOpen: Bool
 
     /// Creates options; every parameter has a safe default.
     public init(
         durability: StoreDurability = .full, initialMapSize: Int = 16 << 20, maximumDatabases: Int = 1024,
-        maximumReaders: Int = 126, busyTimeout: Duration = .seconds(5)
+        maximumReaders: Int = 126, busyTimeout: Duration = .seconds(5), verifyPagesOnOpen: Bool = false
     ) {
+        self.verifyPagesOnOpen = verifyPagesOnOpen
         self.busyTimeout = busyTimeout
         self.durability = durability
         self.initialMapSize = initialMapSize
@@ -126,6 +134,9 @@ public final class LMDBStore: LocalStore {
             names = legacy
         }
         try names.validate()
+        if options.verifyPagesOnOpen, FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent("data.mdb")) {
+            try ChildWalk.run(path: path, maximumDatabases: options.maximumDatabases)
+        }
         let (environment, cleared) = try Environment.acquire(path: path, options: options)
         do {
             try LMDBSystemTables.ensure(names, in: environment)

@@ -55,6 +55,7 @@
 //       than the recording keeps (PowerLoss.check), so lost transactions must be found.
 import Foundation
 import LocalStore
+import LocalStoreLMDB
 import LocalStoreReliability
 import CPowerLoss
 #if canImport(Glibc)
@@ -232,7 +233,19 @@ case "lmdb-walk":
 
 case "integrity":
     guard arguments.count == 3 else { die("usage: integrity <backend> <path>", code: 2) }
-    let store = openOrSayWhy(backend(1), arguments[2])
+    // LMDB: the pages are walked in a forked child before this process reads any (a damaged page can
+    // make liblmdb abort), as a program that must survive damage opens it.
+    let store: any LocalStore
+    if backend(1) == .lmdb {
+        do {
+            store = try LMDBStore(path: arguments[2], options: LMDBStoreOptions(verifyPagesOnOpen: true))
+        } catch {
+            say("error open \(describe(error))")
+            exit(0)
+        }
+    } else {
+        store = openOrSayWhy(backend(1), arguments[2])
+    }
     do {
         let problems = try Integrity.storeCheck(store) ?? []
         say(problems.isEmpty ? "ok" : "problems \(problems.count) \(problems[0])")

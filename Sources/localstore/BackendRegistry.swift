@@ -8,7 +8,7 @@ import LocalStoreSQLite
 
 /// The backends and baselines this build of `localstore` knows.
 enum BackendRegistry {
-    static let backendNames = ["memory", "sqlite", "sqlcipher", "sqlcipher-passphrase", "lmdb"]
+    static let backendNames = ["memory", "sqlite", "sqlcipher", "sqlcipher-passphrase", "lmdb", "lmdb-verified"]
     static let baselineNames = BenchBaselines.all.map(\.name)
 
     static func backend(named name: String) -> BenchBackend? {
@@ -35,6 +35,12 @@ enum BackendRegistry {
         case "lmdb":
             return .persistent(name: "lmdb", baseline: "lmdb-c", file: "store.lmdb") { path in
                 try LMDBStore(path: path)
+            }
+        case "lmdb-verified":
+            // The same store opened with verifyPagesOnOpen (every page walked in a forked child first):
+            // only `open` differs, so only it (after loading the data) is measured.
+            return .persistent(name: "lmdb-verified", baseline: nil, workloads: [.upsert, .open], file: "store.lmdb") { path in
+                try LMDBStore(path: path, options: LMDBStoreOptions(verifyPagesOnOpen: true))
             }
         default:
             return BenchBaselines.all.first { $0.name == name }
