@@ -216,7 +216,8 @@ extension LocalStoreAccess {
     /// The operation with id `id`.
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func operation(id: Int64) throws -> TableOperation? {
-        try read(table: operationTableName, id: .int(id)).flatMap(TableOperation.init)
+        if let shortcuts = ShortcutCasts.readShortcuts(self), let rows = try shortcuts.operationRow(id: id) { return rows.first }
+        return try read(table: operationTableName, id: .int(id)).flatMap(TableOperation.init)
     }
 
     /// The number of pending operations.

@@ -50,6 +50,10 @@ extension LocalStoreAccess {
         if let shortcuts, let id = try shortcuts.appendAtNextOperationId(operation) { return id }
         var op = operation
         op.id = try nextOperationId(tx, shortcuts)
+        // The store's first operation ever: no operation can carry a mark from before the tracking rows,
+        // so they are authoritative from now on (SentTracking.swift) and no push will read the queue for
+        // old marks.
+        if op.id == 1 { try tx.declareSentTrackingStarted() }
         if let shortcuts {
             try shortcuts.insertOperation(op)
         } else {

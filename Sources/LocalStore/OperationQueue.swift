@@ -542,6 +542,7 @@ extension LocalStoreAccess {
 
     /// Writes `op`'s row (same id).
     func rewrite(_ op: QueuedOperation) throws {
+        if let shortcuts = ShortcutCasts.shortcuts(self) { return try shortcuts.rewriteOperation(op.record) }
         try upsert([op.record.item], into: systemTableNames.operations, options: .strict)
     }
 

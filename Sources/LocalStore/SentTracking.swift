@@ -28,7 +28,8 @@ extension LocalStoreAccess {
     /// or with a record of what was sent (``SentOperationRecord``), in id order — what a sync engine reads
     /// before a push to release marks left by a crash and to recognise writes that landed. Read from the
     /// config table's tracking rows (one per marked operation): a push's start costs the same with ten or a
-    /// million queued operations. A store whose marks predate the rows is read whole once.
+    /// million queued operations. A store whose marks predate the rows (its first operation was appended by an
+    /// earlier version) is read whole once, at its first push.
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func operationsMayBeOnServer() throws -> [QueuedOperation] {
         guard try isTrackingSentOperations() else { return try queuedOperations().filter(\.mayBeOnServer) }
@@ -41,7 +42,7 @@ extension LocalStoreAccess {
 
     /// Whether the tracking rows are authoritative (the marker row exists).
     func isTrackingSentOperations() throws -> Bool {
-        try read(table: systemTableNames.config, id: .string(TableConfigEntry.sentTrackingId)) != nil
+        try ConfigValueReading.value(self, id: TableConfigEntry.sentTrackingId) != nil
     }
 
     /// The ids of the tracking rows, in increasing order.
@@ -65,6 +66,12 @@ extension LocalStoreAccess {
     func startTrackingSentOperations() throws {
         guard try !isTrackingSentOperations() else { return }
         for marked in try queuedOperations() where marked.mayBeOnServer { try storeConfig(.sentOperation(marked.id)) }
+        try storeConfig(.sentTracking)
+    }
+
+    /// Writes the marker row (inside a write transaction) when the caller knows that no operation carries
+    /// an untracked mark: the store's first operation is being appended.
+    func declareSentTrackingStarted() throws {
         try storeConfig(.sentTracking)
     }
 

@@ -25,11 +25,18 @@ package protocol SystemTableReadShortcuts {
     /// returns; `nil` when the adopter does not serve the call here (the caller then runs that query). The
     /// default returns `nil`.
     func itemOperations(table: String, itemId: String) throws -> [TableOperation]?
+
+    /// The operation whose id is `id` — `[]` when there is none, `[operation]` otherwise — decoded as
+    /// ``TableOperation/init(_:)`` decodes the row `read(table: operations, id: .int(id))` returns; `nil`
+    /// when the adopter does not serve the call here. The default returns `nil`.
+    func operationRow(id: Int64) throws -> [TableOperation]?
 }
 
 extension SystemTableReadShortcuts {
     /// Not served: ``SystemTableReadShortcuts/itemOperations(table:itemId:)`` is optional.
     package func itemOperations(table: String, itemId: String) throws -> [TableOperation]? { nil }
+    /// Not served: ``SystemTableReadShortcuts/operationRow(id:)`` is optional.
+    package func operationRow(id: Int64) throws -> [TableOperation]? { nil }
 }
 
 /// Writes (and reads inside a write transaction) of the system tables with statements an adopter
@@ -42,6 +49,11 @@ package protocol SystemTableShortcuts: SystemTableReadShortcuts {
 
     /// Stores `operation` as `upsert([operation.item], into: operations, options: .strict)` does.
     func insertOperation(_ operation: TableOperation) throws
+
+    /// Writes `operation` over the row with its id, as `upsert([operation.item], into: operations,
+    /// options: .strict)` does; when the row holds the same table, table kind and item id, only its
+    /// `properties` is written (its index entries are left as they are).
+    func rewriteOperation(_ operation: TableOperation) throws
 
     /// Appends `operation` (its `id` ignored) under the next operation id in the usual case, and returns
     /// that id: the high-water mark's row holds exactly the entry ``TableConfigEntry/operationIdHighWater(_:)``

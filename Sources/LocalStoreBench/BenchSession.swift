@@ -80,21 +80,24 @@ public final class BenchSession {
 
     /// How many units `localstore bench` runs of `workload` (for `push-drain`: until the queue is empty,
     /// the last unit finding it empty).
-    public func plannedUnits(of workload: Workload) -> Int {
+    public func plannedUnits(of workload: Workload) -> Int { Self.plannedUnits(of: workload, records: records, queue: queue) }
+
+    /// ``plannedUnits(of:)`` of a session of `records` records and a queue of `queue` operations.
+    public static func plannedUnits(of workload: Workload, records: Int, queue: Int = BenchRunner.defaultQueue) -> Int {
         switch workload {
-        case .upsert: return pages.count
+        case .upsert: return (records + pageSize - 1) / pageSize
         case .readById: return min(records, 50_000)
         case .queryIndexed: return 500
         case .queryScan: return 20
         case .count: return 50
-        case .update: return (Self.updateCount(records: records) + Self.pageSize - 1) / Self.pageSize
-        case .localWrite: return Self.localWriteCount(records: records)
-        case .pushDrain: return Self.localWriteCount(records: records) + 1
+        case .update: return (updateCount(records: records) + pageSize - 1) / pageSize
+        case .localWrite: return localWriteCount(records: records)
+        case .pushDrain: return localWriteCount(records: records) + 1
         case .deltaToken: return 1000
-        case .enqueue: return Self.enqueueCount(records: records)
+        case .enqueue: return enqueueCount(records: records)
         case .pushCycle: return min(1_000, queue / 2)
         case .pullPage: return min(200, max(1, records / 50))
-        case .initialPull: return (records + Self.initialPullPage - 1) / Self.initialPullPage
+        case .initialPull: return (records + initialPullPage - 1) / initialPullPage
         case .purge: return 10
         case .open: return 20
         case .deleteByQuery: return 5

@@ -141,6 +141,8 @@ public final class SQLiteCSubject: BenchSubject {
         CREATE TABLE IF NOT EXISTS "MS_TableConfig" ("id" TEXT COLLATE NOCASE PRIMARY KEY NOT NULL, "table" TEXT, \
         "key" TEXT, "keyType" INTEGER, "value" TEXT);
         CREATE INDEX IF NOT EXISTS "MS_TableConfig_table_key_keyType" ON "MS_TableConfig" ("table", "key", "keyType");
+        CREATE INDEX IF NOT EXISTS "MS_TableConfig_pair_nocase" ON "MS_TableConfig" \
+        ("table" COLLATE NOCASE, "key" COLLATE BINARY, "keyType", "id");
         """
 
     static let todoSchema = """

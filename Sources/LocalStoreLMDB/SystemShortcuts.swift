@@ -37,6 +37,7 @@ extension LMDBTransaction: SystemTableShortcuts {
         return found.id
     }
     func insertOperation(_ operation: TableOperation) throws { try genericInsertOperation(operation) }
+    func rewriteOperation(_ operation: TableOperation) throws { try genericInsertOperation(operation) }
     func storeConfigEntry(_ entry: TableConfigEntry) throws { try genericStoreConfigEntry(entry) }
 
     /// The generic removal — unless the push left no errors (the common case), which an empty range of the

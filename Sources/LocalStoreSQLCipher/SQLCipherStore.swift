@@ -439,4 +439,5 @@ extension SQLCipherStore: SystemTableReadShortcuts {
     package func itemOperations(table: String, itemId: String) throws -> [TableOperation]? {
         try lock.with { try $0.itemOperations(table: table, itemId: itemId) }
     }
+    package func operationRow(id: Int64) throws -> [TableOperation]? { try lock.with { try $0.operationRow(id: id) } }
 }

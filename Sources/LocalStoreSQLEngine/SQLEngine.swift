@@ -871,6 +871,11 @@ package final class SQLEngine: @unchecked Sendable {
         try withShortRead { try $0.itemOperations(table: table, itemId: itemId) }
     }
 
+    /// The operation `id`, read with a statement prepared once; a short read.
+    package func operationRow(id: Int64) throws -> [TableOperation]? {
+        try withShortRead { try $0.operationRow(id: id) }
+    }
+
     /// The id and value of the config row `id`, read with a statement prepared once; a short read.
     package func configValue(id: String) throws -> Value? {
         try withShortRead { try $0.configValue(id: id) }
@@ -1094,6 +1099,10 @@ extension SQLTransaction: SystemTableShortcuts {
         try access(writes: false) { try session.itemOperations(table: table, itemId: itemId) }
     }
 
+    func operationRow(id: Int64) throws -> [TableOperation]? {
+        try access(writes: false) { try session.operationRow(id: id) }
+    }
+
     func deltaTokenRowIds(table: String, queryId: String) throws -> [Value] {
         try access(writes: false) { try session.deltaTokenRowIds(table: table, queryId: queryId) }
     }
@@ -1102,6 +1111,14 @@ extension SQLTransaction: SystemTableShortcuts {
         // As upsert of one item: it guards its own statement (no savepoint).
         try access(writes: true, singleStatement: true) {
             try session.insertOperation(operation)
+            if collector != nil { collector?.upserted([.int(operation.id)], in: definedName(names.operations)) }
+        }
+    }
+
+    func rewriteOperation(_ operation: TableOperation) throws {
+        // As insertOperation: one statement (or the upsert, which guards its own).
+        try access(writes: true, singleStatement: true) {
+            try session.rewriteOperation(operation)
             if collector != nil { collector?.upserted([.int(operation.id)], in: definedName(names.operations)) }
         }
     }

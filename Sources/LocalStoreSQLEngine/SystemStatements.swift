@@ -13,7 +13,7 @@ final class SystemStatements {
     enum Kind: Int, CaseIterable {
         case firstOperation, largestOperationId, insertOperation, deleteOperation, deleteErrors
         case configRow, updateConfigValue, deltaTokenRowIds, updateSoleDeltaToken
-        case advanceHighWater, insertOperationAtMark, itemOperations
+        case advanceHighWater, insertOperationAtMark, itemOperations, operationById, updateOperationProperties
     }
 
     let operations: TableInfo
@@ -51,6 +51,15 @@ final class SystemStatements {
                 return "SELECT \(op.joined(separator: ", ")) FROM \(ops) WHERE \(op[0]) > ?1 ORDER BY \(op[0]) LIMIT 1"
             case .largestOperationId:
                 return "SELECT \(op[0]) FROM \(ops) ORDER BY \(op[0]) DESC LIMIT 1"
+            case .updateOperationProperties:
+                // Only `properties`, of the row that already holds the operation's table, kind and item id
+                // (compared byte for byte): its (table, itemId) index entry is not rewritten.
+                return """
+                    UPDATE OR FAIL \(ops) SET \(op[4]) = ?2 WHERE \(op[0]) = ?1 AND \(op[1]) COLLATE BINARY = ?3 \
+                    AND \(op[2]) = ?4 AND \(op[3]) COLLATE BINARY = ?5
+                    """
+            case .operationById:
+                return "SELECT \(op.joined(separator: ", ")) FROM \(ops) WHERE \(op[0]) = ?1"
             case .itemOperations:
                 // What SQLCompiler makes of `table == t && itemId equalsIgnoringCase i` sorted by id: a search
                 // of the `(table, itemId COLLATE NOCASE)` index.
@@ -214,6 +223,22 @@ extension Session {
         }
     }
 
+    /// The operation `id` (see ``SystemTableReadShortcuts/operationRow(id:)``); `nil` without the system
+    /// statements.
+    func operationRow(id: Int64) throws -> [TableOperation]? {
+        guard let system = try systemStatements() else { return nil }
+        return try system.with(.operationById, on: connection) { s in
+            try s.bind(.int(id), at: 1)
+            guard try s.step() else { return [] }
+            return [
+                TableOperation(
+                    id: s.int64(0), table: try s.value(1, as: .string).stringValue ?? "",
+                    tableKind: Int(try s.value(2, as: .integer).intValue ?? 0), itemId: try s.value(3, as: .string).stringValue ?? "",
+                    properties: try s.value(4, as: .binary).binaryValue ?? [])
+            ]
+        }
+    }
+
     /// The largest operation id (see ``SystemTableShortcuts/largestOperationId()``).
     func largestOperationId() throws -> Int64? {
         guard let system = try systemStatements() else {
@@ -285,6 +310,26 @@ extension Session {
             return connection.api.changes(connection.db) > 0
         }
         if !inserted { try upsertOne(op.item, into: engine.systemTableNames.operations, options: .strict) }
+    }
+
+    /// Writes `op` over its row (see ``SystemTableShortcuts/rewriteOperation(_:)``): `properties` alone when
+    /// the row holds the same table, kind and item id, the upsert otherwise.
+    func rewriteOperation(_ op: TableOperation) throws {
+        let bytes = Self.rowBytes(op)
+        guard let system = try systemStatements(), fitsEveryLimit(bytes) else {
+            try upsertOne(op.item, into: engine.systemTableNames.operations, options: .strict)
+            return
+        }
+        let updated = try system.with(.updateOperationProperties, on: connection) { s in
+            try s.bind(.int(op.id), at: 1)
+            try s.bind(.binary(op.properties), at: 2)
+            try s.bind(text: op.table, at: 3)
+            try s.bind(.int(Int64(op.tableKind)), at: 4)
+            try s.bind(text: op.itemId, at: 5)
+            try s.run()
+            return connection.api.changes(connection.db) > 0
+        }
+        if !updated { try upsertOne(op.item, into: engine.systemTableNames.operations, options: .strict) }
     }
 
     /// Appends `op` at the next operation id (see ``SystemTableShortcuts/appendAtNextOperationId(_:)``):

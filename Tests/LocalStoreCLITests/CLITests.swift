@@ -197,8 +197,9 @@ struct CLITests {
         if destination == "sqlcipher" { env["LOCALSTORE_DESTINATION_KEY"] = CLIBackend.keyHex }
         let r = try CLI.run(["copy", "\(b.scheme):\(path)", dstURL], environment: env)
         #expect(r.status == 0, "\(r.stderr)")
-        // 3 items + 2 operations + 1 error + the delta token + the operation id high-water mark.
-        #expect(r.stdout.contains("copied 8 rows in 4 tables; counts and checksums match"), "\(r.stdout)")
+        // 3 items + 2 operations + 1 error + the delta token + the operation id high-water mark + the row
+        // that says pushes' marks are tracked.
+        #expect(r.stdout.contains("copied 9 rows in 4 tables; counts and checksums match"), "\(r.stdout)")
         guard let target else { return }
         let copy = try target.open(dstPath)
         defer { try? copy.close() }

@@ -173,7 +173,9 @@ struct SystemShortcutTests {
         try store.setDeltaToken(Self.date.addingTimeInterval(2), table: "T", queryId: "q")
         #expect(try store.deltaToken(table: "T", queryId: "q") == Self.date.addingTimeInterval(2))
         let entries = try store.configEntries()
-        #expect(entries.count == 2)
+        // The high-water mark, the token, and the row the store's first operation wrote: marks are tracked.
+        #expect(entries.count == 3)
+        #expect(entries.contains { $0.id == "localstore|sentTracking" && $0.keyType == TableConfigEntry.localStoreKeyType })
         #expect(entries.first { $0.id == TableConfigEntry.operationIdHighWaterId }?.value == "3")
         #expect(entries.first { $0.keyType == TableConfigEntry.deltaTokenKeyType }?.id == DeltaTokenKey.rowId(table: "T", queryId: "q"))
     }
@@ -269,7 +271,7 @@ struct SystemShortcutTests {
         let store = try library.open(dir.path("store.sqlite"))
         defer { try? store.close() }
         let plans = try store.engine.systemStatementQueryPlans()
-        #expect(plans.count == 12, "\(plans)")
+        #expect(plans.count == 14, "\(plans)")
         // An item's operations: a search of the (table, itemId COLLATE NOCASE) index, already in id order.
         #expect(plans["itemOperations"]?.contains { $0.hasPrefix("SEARCH") && $0.contains("table_itemId") } == true, "\(plans["itemOperations"] ?? [])")
         #expect(plans["itemOperations"]?.contains { $0.contains("TEMP B-TREE") } == false, "\(plans["itemOperations"] ?? [])")

@@ -9,7 +9,8 @@ import LocalStorePeers
 // inputs and self-checks of `localstore bench` (LocalStoreBench.BenchSession): a unit is a 500-record page
 // for `upsert` and `update`, one `delete where priority == p` for `delete-by-query`, one operation otherwise.
 // What a unit uses up (the empty table of `upsert`, the queue of `push-drain`, the rows of `delete-by-query`)
-// is restored after the measured part of the iteration.
+// is restored after the measured part of the iteration. The sync workloads (enqueue, push-cycle, pull-page,
+// initial-pull, purge) start from a queue of 10,000 operations and run at most the units a session has.
 
 /// The session of the benchmark being run (set by its setup, released by its teardown).
 private final class SessionHolder: @unchecked Sendable {
@@ -27,8 +28,16 @@ let benchmarks: @Sendable () -> Void = {
     for workload in Workload.allCases {
         for subject in Subjects.all where workload != .open || subject.isPersistent {
             let holder = SessionHolder()
+            // A sync workload uses up what it starts from (the queue, the pages to pull, the priorities to
+            // purge) and is not refilled: its iterations, warm-up included, stay within the session's units.
+            var configuration = Benchmark.defaultConfiguration
+            if workload.isSync {
+                let units = BenchSession.plannedUnits(of: workload, records: records)
+                configuration.maxIterations = max(1, units - configuration.warmupIterations)
+            }
             Benchmark(
                 "\(workload.rawValue)/\(subject.name)",
+                configuration: configuration,
                 closure: { benchmark in
                     guard let session = holder.session else {
                         benchmark.error("the setup did not create a session")

@@ -4,14 +4,20 @@ import LocalStore
 import LocalStoreBench
 
 /// The benchmark's workloads written with GRDB, the way a Swift developer would use it without LocalStore:
-/// a `DatabasePool` (WAL, `synchronous = NORMAL`, readers concurrent with the writer), Codable records
-/// written with GRDB's `upsert` (`INSERT … ON CONFLICT DO UPDATE`) and read through cached prepared
-/// statements (`Database.cachedStatement(sql:)`) — GRDB's query interface would generate the SQL again on
-/// every call, which costs more than the read itself.
+/// a `DatabasePool` (WAL, `synchronous = NORMAL`, readers concurrent with the writer), the schema created by a
+/// `DatabaseMigrator`, Codable records written with GRDB's `insert`, `update` and `upsert`
+/// (`INSERT … ON CONFLICT DO UPDATE`) and read through cached prepared statements
+/// (`Database.cachedStatement(sql:)`) — GRDB's query interface would generate the SQL again on every call,
+/// which costs more than the read itself.
 ///
-/// The schema matches the `sqlite` backend's and the `sqlite-c` baseline's (a `NOCASE` text primary key,
-/// indexes on `priority` and `updatedAt`, dates stored as `REAL` seconds so they round-trip exactly, the
-/// three system tables with an integer-keyed operations table), so the numbers compare like for like.
+/// The schema matches the `sqlite` backend's and the `sqlite-c` baseline's: a `NOCASE` text primary key,
+/// indexes on `priority` and `updatedAt` and the compound `(priority, updatedAt DESC, id)` that answers the
+/// list query, dates stored as `REAL` seconds (`timeIntervalSinceReferenceDate`, so they round-trip exactly),
+/// and the three system tables with their indexes — the operations table keyed by an `AUTOINCREMENT`
+/// integer (an id is never given twice, as LocalStore's high-water mark guarantees) and indexed on
+/// `(table, itemId COLLATE NOCASE)`, the errors table on `operationId`, the config table on
+/// `(table, key, keyType)` — so the numbers compare like for like. The sync workloads
+/// (``BenchSyncSubject``) are in `GRDBSubject+Sync.swift`.
 public final class GRDBSubject: BenchSubject {
     private let path: String
     private var pool: DatabasePool?
@@ -20,9 +26,23 @@ public final class GRDBSubject: BenchSubject {
     public init(directory: URL) throws {
         path = directory.appendingPathComponent("grdb.sqlite").path
         pool = try Self.open(path)
-        try writer().write { db in
-            try db.create(table: "MS_TableOperations", options: .ifNotExists) { t in
-                t.primaryKey("id", .integer)
+        try Self.migrator.migrate(writer(), upTo: Migration.systemTables)
+    }
+
+    /// The migrations' identifiers: the system tables when the store is created, TodoItem by ``setUp()``,
+    /// TodoPulled by ``setUpSync()``.
+    enum Migration {
+        static let systemTables = "systemTables"
+        static let todoItem = "TodoItem"
+        static let todoPulled = "TodoPulled"
+    }
+
+    /// The schema, as a GRDB app declares it.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration(Migration.systemTables) { db in
+            try db.create(table: "MS_TableOperations") { t in
+                t.autoIncrementedPrimaryKey("id")
                 t.column("table", .text)
                 t.column("tableKind", .integer)
                 t.column("itemId", .text)
@@ -30,24 +50,50 @@ public final class GRDBSubject: BenchSubject {
             }
             try db.create(
                 index: "MS_TableOperations_table_itemId", on: "MS_TableOperations",
-                expressions: [Column("table"), Column("itemId").collating(.nocase)], options: .ifNotExists)
-            try db.create(table: "MS_TableOperationErrors", options: .ifNotExists) { t in
+                expressions: [Column("table"), Column("itemId").collating(.nocase)])
+            try db.create(table: "MS_TableOperationErrors") { t in
                 t.primaryKey("id", .text).collate(.nocase)
-                t.column("operationId", .integer).indexed()
+                t.column("operationId", .integer)
                 t.column("tableKind", .integer)
                 t.column("properties", .blob)
             }
-            try db.create(table: "MS_TableConfig", options: .ifNotExists) { t in
+            try db.create(index: "MS_TableOperationErrors_operationId", on: "MS_TableOperationErrors", columns: ["operationId"])
+            try db.create(table: "MS_TableConfig") { t in
                 t.primaryKey("id", .text).collate(.nocase)
                 t.column("table", .text)
                 t.column("key", .text)
                 t.column("keyType", .integer)
                 t.column("value", .text)
             }
-            try db.create(
-                index: "MS_TableConfig_table_key_keyType", on: "MS_TableConfig", columns: ["table", "key", "keyType"],
-                options: .ifNotExists)
+            try db.create(index: "MS_TableConfig_table_key_keyType", on: "MS_TableConfig", columns: ["table", "key", "keyType"])
         }
+        migrator.registerMigration(Migration.todoItem) { db in try createTodoTable(Todo.databaseTableName, db) }
+        migrator.registerMigration(Migration.todoPulled) { db in try createTodoTable(PulledTodo.databaseTableName, db) }
+        return migrator
+    }
+
+    /// A table of the TodoItem schema (TodoItem, TodoPulled).
+    private static func createTodoTable(_ name: String, _ db: Database) throws {
+        try db.create(table: name) { t in
+            t.primaryKey("id", .text).collate(.nocase)
+            t.column("text", .text)
+            t.column("complete", .boolean)
+            t.column("priority", .integer).indexed()
+            t.column("createdAt", .double)
+            t.column("updatedAt", .double).indexed()
+            t.column("version", .text)
+            t.column("deleted", .boolean)
+        }
+        // The list query's index (`priority == p` sorted by updatedAt descending, then id): GRDB's
+        // `create(index:)` takes columns or expressions but no sort order, and its documentation sends an
+        // index it cannot express to raw SQL. The id ends it, as in the `sqlite` backend's compound indexes,
+        // so the sort's tie-break is read from the index too.
+        let index = "\(name)_priority_updatedAt_desc"
+        try db.execute(
+            sql: """
+                CREATE INDEX \(index.quotedDatabaseIdentifier) ON \(name.quotedDatabaseIdentifier) \
+                ("priority", "updatedAt" DESC, "id")
+                """)
     }
 
     private static func open(_ path: String) throws -> DatabasePool {
@@ -56,7 +102,7 @@ public final class GRDBSubject: BenchSubject {
         return try DatabasePool(path: path, configuration: configuration)
     }
 
-    private func writer() throws -> DatabasePool {
+    func writer() throws -> DatabasePool {
         guard let pool else { throw LocalStoreError.closed() }
         return pool
     }
@@ -68,10 +114,16 @@ public final class GRDBSubject: BenchSubject {
 
     // MARK: Records
 
-    struct Todo: Codable, FetchableRecord, PersistableRecord {
+    /// A row of a table of the TodoItem schema.
+    protocol TodoRow: Codable, FetchableRecord, PersistableRecord {
+        init(_ r: TodoRecord)
+    }
+
+    /// A row of TodoItem. Dates as `REAL` seconds since 2001 (GRDB's default would store text).
+    struct Todo: TodoRow {
         static let databaseTableName = "TodoItem"
-        static let databaseDateEncodingStrategy = DatabaseDateEncodingStrategy.timeIntervalSinceReferenceDate
-        static let databaseDateDecodingStrategy = DatabaseDateDecodingStrategy.timeIntervalSinceReferenceDate
+        static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { .timeIntervalSinceReferenceDate }
+        static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { .timeIntervalSinceReferenceDate }
         var id: String
         var text: String
         var complete: Bool
@@ -85,7 +137,26 @@ public final class GRDBSubject: BenchSubject {
             (id, text, complete, priority) = (r.id, r.text, r.complete, r.priority)
             (createdAt, updatedAt, version, deleted) = (r.createdAt, r.updatedAt, r.version, r.deleted)
         }
+    }
 
+    /// A row of TodoPulled (the table `initial-pull` fills and `purge` empties), the TodoItem schema.
+    struct PulledTodo: TodoRow {
+        static let databaseTableName = "TodoPulled"
+        static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { .timeIntervalSinceReferenceDate }
+        static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { .timeIntervalSinceReferenceDate }
+        var id: String
+        var text: String
+        var complete: Bool
+        var priority: Int64
+        var createdAt: Date
+        var updatedAt: Date
+        var version: String
+        var deleted: Bool
+
+        init(_ r: TodoRecord) {
+            (id, text, complete, priority) = (r.id, r.text, r.complete, r.priority)
+            (createdAt, updatedAt, version, deleted) = (r.createdAt, r.updatedAt, r.version, r.deleted)
+        }
     }
 
     struct Operation: Codable, FetchableRecord, MutablePersistableRecord {
@@ -118,20 +189,7 @@ public final class GRDBSubject: BenchSubject {
 
     // MARK: BenchSubject
 
-    public func setUp() throws {
-        try writer().write { db in
-            try db.create(table: "TodoItem", options: .ifNotExists) { t in
-                t.primaryKey("id", .text).collate(.nocase)
-                t.column("text", .text)
-                t.column("complete", .boolean)
-                t.column("priority", .integer).indexed()
-                t.column("createdAt", .double)
-                t.column("updatedAt", .double).indexed()
-                t.column("version", .text)
-                t.column("deleted", .boolean)
-            }
-        }
-    }
+    public func setUp() throws { try Self.migrator.migrate(writer(), upTo: Migration.todoItem) }
 
     public func upsert(_ page: [TodoRecord]) throws {
         try writer().write { db in

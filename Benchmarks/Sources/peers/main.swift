@@ -2,8 +2,9 @@ import Foundation
 import LocalStoreBench
 import LocalStorePeers
 
-// `swift run -c release peers [--records N] [--backends a,b] [--format table|json|csv]`: the same report as
-// `localstore bench`, with GRDB among the subjects.
+// `swift run -c release peers [--records N] [--backends a,b] [--format table|json|csv] [--queue N]`: the same
+// report as `localstore bench`, with GRDB among the subjects; `--queue` is the number of pending operations the
+// sync workloads start from (default 10,000).
 // `peers --only WORKLOAD [--units N]`: that workload alone on each backend (a prepared store, N units), with
 // the wall-clock and CPU time (this thread) per unit: CPU time is what to compare on a busy machine.
 var records = 100_000
@@ -11,6 +12,7 @@ var names = Subjects.all.map(\.name)
 var format = "table"
 var only: Workload?
 var units = 200
+var queue = BenchRunner.defaultQueue
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     switch argument {
@@ -19,9 +21,10 @@ while let argument = arguments.next() {
     case "--format": format = arguments.next() ?? format
     case "--only": only = arguments.next().flatMap(Workload.init(rawValue:))
     case "--units": units = arguments.next().flatMap { Int($0) } ?? units
+    case "--queue": queue = arguments.next().flatMap { Int($0) } ?? queue
     default:
         FileHandle.standardError.write(
-            Data("usage: peers [--records N] [--backends a,b,…] [--format table|json|csv] [--only WORKLOAD [--units N]]\n".utf8))
+            Data("usage: peers [--records N] [--backends a,b,…] [--format table|json|csv] [--queue N] [--only WORKLOAD [--units N]]\n".utf8))
         exit(2)
     }
 }
@@ -34,10 +37,10 @@ func threadCPUSeconds() -> Double {
 }
 
 if let workload = only {
-    print("\(workload.rawValue), \(records) records, \(units) units: per unit, wall µs and CPU µs")
+    print("\(workload.rawValue), \(records) records, \(units) units\(workload.isSync ? ", queue \(queue)" : ""): per unit, wall µs and CPU µs")
     do {
         for backend in Subjects.all where names.contains(backend.name) {
-            let session = try BenchSession(backend: backend, records: records)
+            let session = try BenchSession(backend: backend, records: records, queue: queue)
             guard session.supports(workload) else { continue }
             try session.prepare(for: workload)
             var wall = 0.0
@@ -62,7 +65,7 @@ if let workload = only {
 }
 let chosen = Subjects.all.filter { names.contains($0.name) }
 let ordered = chosen.filter { Subjects.baselineNames.contains($0.name) } + chosen.filter { !Subjects.baselineNames.contains($0.name) }
-let runner = BenchRunner(records: records, seed: 42, progress: Progress())
+let runner = BenchRunner(records: records, seed: 42, progress: Progress(), queue: queue)
 var report = BenchReport(records: records, environment: Subjects.environment, results: [], footprints: [])
 do {
     for backend in ordered {

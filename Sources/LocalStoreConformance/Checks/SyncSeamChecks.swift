@@ -190,13 +190,17 @@ extension ConformanceSuite {
 
     /// `operationsMayBeOnServer()` returns exactly the operations a push marked that may be on the server
     /// (in flight, or sent and never completed), `releaseInFlightOperations()` clears exactly their in-flight
-    /// marks, and both still find marks written by other code before the store tracked them (a raw
-    /// `properties` with `"state":1`).
+    /// marks, and both still find marks written before the store tracked them (a raw `properties` with
+    /// `"state":1` in a store without the `localstore|sentTracking` row, as an earlier version left it).
     public static func markedOperationsAreTracked(_ factory: StoreFactory) throws {
         try withStore(factory) { store in
             try store.defineTable(queueSchema)
             // A mark written before tracking (as an earlier LocalStore, or an SDK store, would have left it).
             let legacy = try store.appendOperation(table: "QItem", itemId: "old", properties: Array(#"{"state":1,"type":1,"version":1}"#.utf8))
+            // The store's first operation wrote the row saying marks are tracked; a store from before has none.
+            let config = store.systemTableNames.config
+            _ = try unwrap(try store.read(table: config, id: "localstore|sentTracking"), "the row the first operation writes")
+            try store.delete(ids: ["localstore|sentTracking"], from: config)
             for n in 0..<5 { try store.enqueue(.insert, ["id": .string("i\(n)"), "text": "x"], into: "QItem") }
             try expectEqual(try store.operationsMayBeOnServer().map(\.id), [legacy.id], "the untracked mark is found")
             try expectEqual(try store.releaseInFlightOperations(), 1, "the untracked mark is released")
