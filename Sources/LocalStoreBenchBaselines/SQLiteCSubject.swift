@@ -443,29 +443,8 @@ public final class SQLiteCSubject: BenchSubject {
 
     public func deltaTokenRoundTrip(_ date: Date, queryId: String) throws -> Date? {
         let id = "deltaToken|TodoItem|\(queryId)"
-        let token = DeltaTokenFormat.string(from: date)
-        let update = try statement(.updateConfigValue)
-        try withText(id, bind: update, 1) { try withText(token, bind: update, 2) { try run(update) } }
-        if api.changes(db) == 0 {
-            let set = try statement(hasUpsertClause ? .setConfig : .insertConfig)
-            try withText(id, bind: set, 1) {
-                try withText("TodoItem", bind: set, 2) {
-                    try withText(queryId, bind: set, 3) {
-                        try withText(token, bind: set, 4) { try run(set) }
-                    }
-                }
-            }
-        }
-        let get = try statement(.readConfig)
-        return try withText(id, bind: get, 1) {
-            defer { _ = api.reset(get) }
-            let rc = api.step(get)
-            guard rc == SQLITE_ROW else {
-                if rc == SQLITE_DONE { return nil }
-                throw failure("step", rc)
-            }
-            return DeltaTokenFormat.date(from: text(get, 0))
-        }
+        try storeToken(id, table: "TodoItem", queryId: queryId, date)
+        return try configValue(id).flatMap(DeltaTokenFormat.date(from:))
     }
 
     public func close() throws { closeConnection() }

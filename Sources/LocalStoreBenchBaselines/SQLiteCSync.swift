@@ -289,7 +289,8 @@ extension SQLiteCSubject: BenchSyncSubject {
         try run(stmt)
     }
 
-    private func configValue(_ id: String) throws -> String? {
+    /// The `value` of the config row `id`.
+    func configValue(_ id: String) throws -> String? {
         let get = try statement(.readConfig)
         return try withText(id, bind: get, 1) {
             defer { _ = api.reset(get) }
@@ -324,7 +325,8 @@ extension SQLiteCSubject: BenchSyncSubject {
         }
     }
 
-    private func storeToken(_ id: String, table: String, queryId: String, _ date: Date) throws {
+    /// Writes a delta token: the value alone when the row exists (the backend's value-only update), else the row.
+    func storeToken(_ id: String, table: String, queryId: String, _ date: Date) throws {
         let token = DeltaTokenFormat.string(from: date)
         let update = try statement(.updateConfigValue)
         try withText(id, bind: update, 1) { try withText(token, bind: update, 2) { try run(update) } }
