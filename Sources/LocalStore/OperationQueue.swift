@@ -483,16 +483,19 @@ extension LocalStoreAccess {
         try write { tx in
             var n = 0
             try tx.startTrackingSentOperations()
-            for var op in try tx.operationsMayBeOnServer() where op.isInFlight {
-                op.isInFlight = false
-                try tx.rewrite(op)
-                n += 1
-            }
-            // Rows of operations that left the queue, or were settled, or whose mark was only the
-            // in-flight one (beginPush): not on the server.
+            // One pass over the tracking rows: each marked operation released; the rows of operations that
+            // left the queue, were settled, or were only begun (no `sent` record) dropped.
             for id in try tx.trackedOperationIds() {
-                if let op = try tx.queuedOperation(id: id), op.mayBeOnServer { continue }
-                try tx.untrackMayBeOnServer(id)
+                guard var op = try tx.queuedOperation(id: id), op.mayBeOnServer else {
+                    try tx.untrackMayBeOnServer(id)
+                    continue
+                }
+                if op.isInFlight {
+                    op.isInFlight = false
+                    try tx.rewrite(op)
+                    n += 1
+                }
+                if !op.mayBeOnServer { try tx.untrackMayBeOnServer(id) }
             }
             return n
         }

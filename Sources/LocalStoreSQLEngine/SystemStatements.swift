@@ -186,6 +186,15 @@ extension Session {
         return connection.systemStatements
     }
 
+    /// The operation in the current row of `s` (columns id, table, tableKind, itemId, properties), as
+    /// `TableOperation.init` reads the whole-row item (values as `Statement.value(_:as:)` reads them).
+    static func operation(_ s: Statement) throws -> TableOperation {
+        TableOperation(
+            id: s.int64(0), table: try s.value(1, as: .string).stringValue ?? "",
+            tableKind: Int(try s.value(2, as: .integer).intValue ?? 0), itemId: try s.value(3, as: .string).stringValue ?? "",
+            properties: try s.value(4, as: .binary).binaryValue ?? [])
+    }
+
     /// The first operation after `id` (see ``SystemTableReadShortcuts/firstOperation(after:)``).
     func firstOperation(after id: Int64) throws -> TableOperation? {
         guard let system = try systemStatements() else {
@@ -196,11 +205,7 @@ extension Session {
         return try system.with(.firstOperation, on: connection) { s in
             try s.bind(.int(id), at: 1)
             guard try s.step() else { return nil }
-            // As TableOperation.init reads the whole-row item (values as `Statement.value(_:as:)` reads them).
-            return TableOperation(
-                id: s.int64(0), table: try s.value(1, as: .string).stringValue ?? "",
-                tableKind: Int(try s.value(2, as: .integer).intValue ?? 0), itemId: try s.value(3, as: .string).stringValue ?? "",
-                properties: try s.value(4, as: .binary).binaryValue ?? [])
+            return try Self.operation(s)
         }
     }
 
@@ -213,11 +218,7 @@ extension Session {
             try s.bind(.string(itemId), at: 2)
             var out: [TableOperation] = []
             while try s.step() {
-                out.append(
-                    TableOperation(
-                        id: s.int64(0), table: try s.value(1, as: .string).stringValue ?? "",
-                        tableKind: Int(try s.value(2, as: .integer).intValue ?? 0), itemId: try s.value(3, as: .string).stringValue ?? "",
-                        properties: try s.value(4, as: .binary).binaryValue ?? []))
+                out.append(try Self.operation(s))
             }
             return out
         }
@@ -230,12 +231,7 @@ extension Session {
         return try system.with(.operationById, on: connection) { s in
             try s.bind(.int(id), at: 1)
             guard try s.step() else { return [] }
-            return [
-                TableOperation(
-                    id: s.int64(0), table: try s.value(1, as: .string).stringValue ?? "",
-                    tableKind: Int(try s.value(2, as: .integer).intValue ?? 0), itemId: try s.value(3, as: .string).stringValue ?? "",
-                    properties: try s.value(4, as: .binary).binaryValue ?? [])
-            ]
+            return [try Self.operation(s)]
         }
     }
 
