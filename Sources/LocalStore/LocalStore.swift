@@ -189,9 +189,8 @@ extension LocalStoreAccess {
         if let shortcuts = ShortcutCasts.readShortcuts(self), let ops = try shortcuts.itemOperations(table: table, itemId: itemId) {
             return ops
         }
-        let p: QueryPredicate = Field("table") == .literal(.string(table))
-            && Field("itemId").equalsIgnoringCase(.literal(.string(itemId)))
-        return try read(Query(operationTableName, where: p, sort: [SortKey("id")])).items.compactMap(TableOperation.init)
+        return try read(Query(operationTableName, where: Self.itemOperationsPredicate(table: table, itemId: itemId), sort: [SortKey("id")]))
+            .items.compactMap(TableOperation.init)
     }
 
     /// Whether an operation of one item of `table` (item id matched case-insensitively) is queued: one
@@ -201,9 +200,12 @@ extension LocalStoreAccess {
         if let shortcuts = ShortcutCasts.readShortcuts(self), let ops = try shortcuts.itemOperations(table: table, itemId: itemId) {
             return !ops.isEmpty
         }
-        let p: QueryPredicate = Field("table") == .literal(.string(table))
-            && Field("itemId").equalsIgnoringCase(.literal(.string(itemId)))
-        return try count(operationTableName, where: p) > 0
+        return try count(operationTableName, where: Self.itemOperationsPredicate(table: table, itemId: itemId)) > 0
+    }
+
+    /// The operations of one item of `table`: `table` as bytes, the item id ignoring ASCII case.
+    static func itemOperationsPredicate(table: String, itemId: String) -> QueryPredicate {
+        Field("table") == .literal(.string(table)) && Field("itemId").equalsIgnoringCase(.literal(.string(itemId)))
     }
 
     /// The first operation whose id is greater than `id` (pass 0 for the head of the queue).
