@@ -133,7 +133,7 @@ extension LocalStoreAccess {
         // The usual case on SQL stores: the pair's row, alone, already holds the entry — one statement that
         // commits by itself.
         if let store = ShortcutCasts.storeShortcuts(self), try store.updateSoleDeltaTokenRowAlone(entry) { return }
-        try write { tx in
+        try compositeWrite { tx in
             let config = tx.systemTableNames.config
             let shortcuts = ShortcutCasts.shortcuts(tx)
             // The usual case: the pair's row, alone, already holds the entry (one statement on SQL stores).
@@ -154,7 +154,7 @@ extension LocalStoreAccess {
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func removeDeltaToken(table: String, queryId: String) throws {
         try DeltaTokenKey.validate(table: table, queryId: queryId)
-        try write { tx in
+        try compositeWrite { tx in
             let config = tx.systemTableNames.config
             try tx.delete(ids: [.string(DeltaTokenKey.rowId(table: table, queryId: queryId))], from: config)
             try tx.delete(matching: Query(config, where: tx.deltaTokenPredicate(table: table, queryId: queryId)))
@@ -184,7 +184,7 @@ extension LocalStoreAccess {
         guard Identifier.isValid(table) else {
             throw LocalStoreError(.invalidIdentifier, "'\(table)' is not a valid table name for delta tokens", table: table)
         }
-        return try write { tx in
+        return try compositeWrite { tx in
             let q = Query(tx.systemTableNames.config, where: tx.deltaTokenPredicate(table: table, queryId: nil))
             let n = try tx.count(q.table, where: q.predicate)
             try tx.delete(matching: q)
@@ -201,7 +201,7 @@ extension LocalStoreAccess {
     @discardableResult
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func migrateDeltaTokenRows() throws -> Int {
-        try write { tx in
+        try compositeWrite { tx in
             let config = tx.systemTableNames.config
             let rows = try tx.read(Query(config, where: Field("keyType") == .literal(.int(TableConfigEntry.deltaTokenKeyType)))).items
             var byId: [String: TableConfigEntry] = [:]

@@ -163,7 +163,7 @@ extension LocalStoreAccess {
     public func appendOperation(table: String, tableKind: Int = 0, itemId: String, properties: [UInt8] = [])
         throws -> TableOperation
     {
-        try write { tx in
+        try compositeWrite { tx in
             var op = TableOperation(id: 0, table: table, tableKind: tableKind, itemId: itemId, properties: properties)
             op.id = try appendOperationRecord(op, in: tx)
             return op
@@ -229,7 +229,7 @@ extension LocalStoreAccess {
     /// Removes the operation `id` together with its errors, atomically.
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func removeOperation(id: Int64) throws {
-        try write { tx in
+        try compositeWrite { tx in
             if let shortcuts = ShortcutCasts.shortcuts(tx) { return try shortcuts.removeOperationAndErrors(id: id) }
             try tx.genericRemoveOperationAndErrors(id: id)
         }

@@ -284,7 +284,7 @@ extension LocalStoreAccess {
     @discardableResult
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func enqueue(_ kind: OperationKind, _ item: Item, into table: String) throws -> EnqueueOutcome {
-        try write { tx in
+        try compositeWrite { tx in
             let schema = try tx.queueTableSchema(table)
             var item = item
             let itemId: String
@@ -372,7 +372,7 @@ extension LocalStoreAccess {
     /// collapsing into it. After a crash, ``releaseInFlightOperations()`` clears the marks.
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func beginPush(after id: Int64 = 0) throws -> QueuedOperation? {
-        try write { tx in
+        try compositeWrite { tx in
             guard var op = try tx.nextOperation(after: id) else { return nil }
             if !op.isInFlight {
                 op.isInFlight = true
@@ -389,7 +389,7 @@ extension LocalStoreAccess {
     /// already has this write. Returns the operation (in flight, with the record) and the item to send.
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func beginSending(after id: Int64 = 0) throws -> (operation: QueuedOperation, item: Item?)? {
-        try write { tx in
+        try compositeWrite { tx in
             guard var op = try tx.nextOperation(after: id) else { return nil }
             let item = try tx.pushItem(for: op)
             op.isInFlight = true
@@ -427,7 +427,7 @@ extension LocalStoreAccess {
     @discardableResult
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func complete(_ op: QueuedOperation, serverItem: Item? = nil) throws -> CompletionOutcome {
-        try write { tx in
+        try compositeWrite { tx in
             guard var current = try tx.queuedOperation(id: op.id) else { return .missing }
             let unchanged = current.version == op.version && current.kind == op.kind
             if unchanged { try tx.removeOperation(id: current.id) }
@@ -468,7 +468,7 @@ extension LocalStoreAccess {
     /// ```
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func completeAndBeginNext(_ op: QueuedOperation, serverItem: Item? = nil) throws -> (outcome: CompletionOutcome, next: QueuedOperation?) {
-        try write { tx in
+        try compositeWrite { tx in
             let outcome = try tx.complete(op, serverItem: serverItem)
             return (outcome, try tx.beginPush(after: op.id))
         }
@@ -480,7 +480,7 @@ extension LocalStoreAccess {
     @discardableResult
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func releaseInFlightOperations() throws -> Int {
-        try write { tx in
+        try compositeWrite { tx in
             var n = 0
             try tx.startTrackingSentOperations()
             // One pass over the tracking rows: each marked operation released; the rows of operations that

@@ -43,7 +43,7 @@ extension LocalStoreAccess {
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func applyPulledPage(_ items: [Item], into table: String, queryId: String? = nil) throws -> PulledPageResult {
         if let queryId { try DeltaTokenKey.validate(table: table, queryId: queryId) }
-        return try write { tx in
+        return try compositeWrite { tx in
             let schema = try tx.queueTableSchema(table)
             // Each item's operations are looked up through (table, itemId): a page costs the same with
             // ten or a million queued operations.
@@ -129,7 +129,7 @@ extension LocalStoreAccess {
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func purge(_ table: String, where predicate: QueryPredicate? = nil, queryId: String? = nil) throws -> Int {
         if let queryId { try DeltaTokenKey.validate(table: table, queryId: queryId) }
-        return try write { tx in
+        return try compositeWrite { tx in
             let schema = try tx.queueTableSchema(table)
             let pending = try tx.pendingOperations(table: schema.name).count
             guard pending == 0 else {
@@ -150,7 +150,7 @@ extension LocalStoreAccess {
     @discardableResult
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func forcePurge(_ table: String) throws -> Int {
-        try write { tx in
+        try compositeWrite { tx in
             let schema = try tx.queueTableSchema(table)
             let ops = try tx.pendingOperations(table: schema.name)
             for record in ops {

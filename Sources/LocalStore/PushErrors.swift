@@ -136,7 +136,7 @@ extension LocalStoreAccess {
         for op: QueuedOperation, statusCode: Int?, message: String, serverItem: Item? = nil, item: Item? = nil, code: Int? = nil,
         domain: String? = nil
     ) throws -> PushError {
-        try write { tx in
+        try compositeWrite { tx in
             var current = try tx.currentOperation(op.id, version: op.version, action: "record a push error for")
             let error = PushError(
                 id: UUID().uuidString, operationId: op.id, operationVersion: op.version, operationKind: op.kind, tableKind: op.tableKind,
@@ -163,7 +163,7 @@ extension LocalStoreAccess {
     /// have nothing left to push.
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func cancelAndDiscard(_ error: PushError) throws {
-        try write { tx in
+        try compositeWrite { tx in
             let op = try tx.currentOperation(error.operationId, version: error.operationVersion, action: "cancel")
             try tx.delete(ids: [.string(op.itemId)], from: op.table)
             for later in try tx.laterOperations(than: op) { try tx.removeOperation(id: later.id) }
@@ -180,7 +180,7 @@ extension LocalStoreAccess {
     /// newer change keeps its columns and is pushed next with the server's `version`.
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func cancelAndUpdate(_ error: PushError, with item: Item) throws {
-        try write { tx in
+        try compositeWrite { tx in
             let op = try tx.currentOperation(error.operationId, version: error.operationVersion, action: "cancel")
             let later = try tx.laterOperations(than: op)
             if !later.isEmpty {
@@ -222,7 +222,7 @@ extension LocalStoreAccess {
     @discardableResult
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func changeOperation(_ error: PushError, to kind: OperationKind, item: Item) throws -> QueuedOperation {
-        try write { tx in
+        try compositeWrite { tx in
             var op = try tx.currentOperation(error.operationId, version: error.operationVersion, action: "change")
             var item = item
             item.values = item.values.filter { ASCII.lowercased($0.key) != "id" }

@@ -162,6 +162,31 @@ enum ConfigValueReading {
     }
 }
 
+/// A store or transaction that can run a composite call's body without guarding each call of it.
+///
+/// Inside a `write {}` body a backend may make every call atomic on its own (the SQL engine runs each
+/// in a savepoint, so that a caller who catches a failed call keeps a transaction without its partial
+/// writes). A composite call of the core (enqueue, a completion, a resolution, a pulled page, a purge)
+/// never catches an error of a call it makes: any error ends the whole body, which
+/// ``LocalStoreAccess/performWrite(_:)`` already undoes (the transaction, or the savepoint of a nested
+/// write). Its calls need no savepoint of their own — on SQLCipher each one copies and encrypts every
+/// page the call first changes (docs/encryption.md).
+package protocol CompositeWrites {
+    /// Runs `body` exactly as ``LocalStoreAccess/performWrite(_:)`` does — all of its writes or none —
+    /// where `body` propagates every error a call of it throws (it catches none, calls no code of the
+    /// user's): the calls it makes need not each be atomic.
+    func performCompositeWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R
+}
+
+extension LocalStoreAccess {
+    /// A composite call's transaction: ``CompositeWrites/performCompositeWrite(_:)`` when `self` adopts
+    /// it, else ``LocalStoreAccess/performWrite(_:)``. `body` must propagate every error it meets.
+    package func compositeWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        if let composite = ShortcutCasts.compositeWrites(self) { return try composite.performCompositeWrite(body) }
+        return try performWrite(body)
+    }
+}
+
 /// The casts of a store or transaction to the shortcut protocols, answered per type once.
 ///
 /// `value as? any SystemTableShortcuts` asks the runtime's conformance cache every time: about 1,300
@@ -175,6 +200,7 @@ package enum ShortcutCasts {
         let full: (any SystemTableShortcuts.Type)?
         let read: (any SystemTableReadShortcuts.Type)?
         let store: (any SystemTableStoreShortcuts.Type)?
+        let composite: (any CompositeWrites.Type)?
     }
 
     /// One entry per dynamic type seen (stores and transactions of the backends in the process).
@@ -185,7 +211,7 @@ package enum ShortcutCasts {
         if let found = entries.withLock({ list in list.first { $0.type == id } }) { return found }
         let made = Entry(
             type: id, full: type as? any SystemTableShortcuts.Type, read: type as? any SystemTableReadShortcuts.Type,
-            store: type as? any SystemTableStoreShortcuts.Type)
+            store: type as? any SystemTableStoreShortcuts.Type, composite: type as? any CompositeWrites.Type)
         entries.withLock { list in
             if !list.contains(where: { $0.type == id }) { list.append(made) }
         }
@@ -204,6 +230,13 @@ package enum ShortcutCasts {
     package static func readShortcuts<S: LocalStoreAccess>(_ value: S) -> (any SystemTableReadShortcuts)? {
         guard let type = entry(Swift.type(of: value)).read else { return nil }
         func open<T: SystemTableReadShortcuts>(_: T.Type) -> any SystemTableReadShortcuts { unsafeBitCast(value, to: T.self) }
+        return open(type)
+    }
+
+    /// `value as? any CompositeWrites`.
+    package static func compositeWrites<S: LocalStoreAccess>(_ value: S) -> (any CompositeWrites)? {
+        guard let type = entry(Swift.type(of: value)).composite else { return nil }
+        func open<T: CompositeWrites>(_: T.Type) -> any CompositeWrites { unsafeBitCast(value, to: T.self) }
         return open(type)
     }
 

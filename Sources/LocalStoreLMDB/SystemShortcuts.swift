@@ -20,6 +20,11 @@ extension LMDBStore: SystemTableReadShortcuts {
         return found.operation
     }
     package func configValue(id: String) throws -> Value? { try genericConfigValue(id: id) }
+    package func itemOperations(table: String, itemId: String) throws -> [TableOperation]? {
+        try checkOpen()
+        let operations = systemTableNames.operations
+        return try environment.read(tracker: changeTracker) { try $0.itemOperations(operations, table: table, itemId: itemId) }
+    }
 }
 
 extension LMDBTransaction: SystemTableShortcuts {
@@ -30,6 +35,9 @@ extension LMDBTransaction: SystemTableShortcuts {
         return found.operation
     }
     func configValue(id: String) throws -> Value? { try genericConfigValue(id: id) }
+    func itemOperations(table: String, itemId: String) throws -> [TableOperation]? {
+        try checkedContext().itemOperations(systemTableNames.operations, table: table, itemId: itemId)
+    }
     func largestOperationId() throws -> Int64? {
         guard let found = try checkedContext().queueEdge(systemTableNames.operations, after: nil) else {
             return try genericLargestOperationId()
@@ -150,5 +158,47 @@ extension TxnContext {
         var lower: [UInt8] = []
         KeyCodec.appendComponent(.int(operationId), into: &lower)
         return try countKeys(try handle(index.database), lower: lower, upper: KeyCodec.successor(lower), limit: 1) == 0
+    }
+
+    /// The operations of one item (``SystemTableReadShortcuts/itemOperations(table:itemId:)``), read from
+    /// the range of an index led by the byte-ordered `table` and the NOCASE `itemId` (as the system
+    /// table's is): each entry's row is decoded (and so checked) as the generic query's would be and kept
+    /// when its `table` has `table`'s bytes and its `itemId` equals `itemId` ignoring ASCII case (a
+    /// truncated key can put another item's entry in the range), then put in id order. `nil` when there
+    /// is no such table, column or index: the caller then runs the generic query.
+    func itemOperations(_ operations: String, table: String, itemId: String) throws -> [TableOperation]? {
+        guard let t = catalog.table(operations) else { return nil }
+        let schema = t.schema
+        guard let tableColumn = schema.index(ofColumn: "table"), let itemColumn = schema.index(ofColumn: "itemId"),
+            schema.columns[tableColumn].type == .string, schema.columns[itemColumn].type == .string,
+            schema.columns[schema.idIndex].type == .integer,
+            let index = t.indexes.first(where: {
+                $0.components.count >= 2
+                    && $0.components[0] == .init(column: tableColumn, noCase: false)
+                    && $0.components[1] == .init(column: itemColumn, noCase: true)
+            })
+        else { return nil }
+        var lower: [UInt8] = []
+        KeyCodec.appendComponent(.string(table), into: &lower)
+        KeyCodec.appendNoCaseComponent(.string(itemId), into: &lower)
+        let range = KeyRange(lower: lower, upper: KeyCodec.successor(lower)).stored
+        let primary = try handle(t.database)
+        let tableBytes = Array(table.utf8)
+        var rows: [[Value]] = []
+        try withRange(try handle(index.database), lower: range.lower, upper: range.upper, descending: false) { cursor in
+            while let (_, storedKey) = try cursor.next() {
+                guard let row = try withValue(primary, raw: storedKey, { try RecordCodec.decode($0, schema: schema).row }) else {
+                    throw LMDBErrors.danglingIndexEntry(table: schema.name)
+                }
+                guard case .string(let name) = row[tableColumn], name.utf8.elementsEqual(tableBytes),
+                    case .string(let id) = row[itemColumn], Collation.compareNoCase(id, itemId) == 0
+                else { continue }
+                rows.append(row)
+            }
+        }
+        if rows.count > 1 {
+            rows.sort { Collation.compare($0[schema.idIndex], $1[schema.idIndex]) < 0 }
+        }
+        return rows.compactMap { TableOperation(TxnContext.item(row: $0, of: schema)) }
     }
 }

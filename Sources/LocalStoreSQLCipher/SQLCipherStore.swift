@@ -215,6 +215,11 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
         try lock.with { try $0.performWrite(body) }
     }
 
+    /// A composite call's transaction (the core's `CompositeWrites`): no savepoint per call.
+    package func performCompositeWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        try lock.with { try $0.performCompositeWrite(body) }
+    }
+
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     public func close() throws {
         defer { changeCenter.finish() }
@@ -441,3 +446,4 @@ extension SQLCipherStore: SystemTableReadShortcuts {
     }
     package func operationRow(id: Int64) throws -> [TableOperation]? { try lock.with { try $0.operationRow(id: id) } }
 }
+extension SQLCipherStore: CompositeWrites {}

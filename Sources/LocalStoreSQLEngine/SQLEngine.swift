@@ -902,6 +902,12 @@ package final class SQLEngine: @unchecked Sendable {
         try transaction(implicit: false) { try body($0) }
     }
 
+    /// A composite call's transaction (`CompositeWrites`): its calls run without savepoints of their
+    /// own, as a single store call's do; a thrown error rolls the whole transaction back.
+    package func performCompositeWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        try transaction(implicit: true) { try body($0) }
+    }
+
     /// SQLite's query plan for `query` (see `SQLiteStore.explain(_:)`).
     package func explain(_ query: Query) throws -> String {
         try withReader { try $0.queryPlan(query) }.joined(separator: "; ")
@@ -928,12 +934,14 @@ package final class SQLEngine: @unchecked Sendable {
 }
 
 /// The transaction handed to a `write {}` body (and used by the store's own single writes).
-final class SQLTransaction: LocalStoreTransaction {
+final class SQLTransaction: LocalStoreTransaction, CompositeWrites {
     let session: Session
-    /// A single store call in its own transaction: no savepoint needed, a failure rolls everything back.
-    let isImplicit: Bool
     private let lock = PThreadMutex()
     // Guarded by lock.
+    /// Above 0 while the calls need no savepoint of their own, a failure undoing more than the call: in
+    /// a single store call's own transaction (1 from the start), and while a composite call's body runs
+    /// (`performCompositeWrite`, whose savepoint or transaction undoes the whole body).
+    private var unguardedDepth: Int
     private var isActive = true
     private var storedFailure: LocalStoreError?
     /// What the transaction changed, when somebody observes the store.
@@ -941,7 +949,7 @@ final class SQLTransaction: LocalStoreTransaction {
 
     init(session: Session, isImplicit: Bool, changes: ChangeCollector?) {
         self.session = session
-        self.isImplicit = isImplicit
+        self.unguardedDepth = isImplicit ? 1 : 0
         self.collector = changes
     }
 
@@ -977,7 +985,7 @@ final class SQLTransaction: LocalStoreTransaction {
                 storedFailure = e
                 throw e
             }
-            if !writes || isImplicit || singleStatement { return try body() }
+            if !writes || unguardedDepth > 0 || singleStatement { return try body() }
             try connection.execute("SAVEPOINT localstore_call")
             do {
                 let result = try body()
@@ -1012,7 +1020,7 @@ final class SQLTransaction: LocalStoreTransaction {
     func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
         // One item guards its own statements (Session.upsertOne): its INSERT needs no savepoint when the
         // new row cannot fail while being written, and its UPDATE gets one only when it runs.
-        let single = items.count == 1 && !isImplicit
+        let single = items.count == 1 && lock.withLock({ unguardedDepth == 0 })
         try access(writes: true, singleStatement: single) {
             if single {
                 try session.upsertOne(items[0], into: table, options: options)
@@ -1045,22 +1053,42 @@ final class SQLTransaction: LocalStoreTransaction {
     /// A nested write runs in a savepoint: a thrown error rolls its writes (and its change records)
     /// back and the transaction goes on — so a composite call (enqueue, a resolution, a pulled page)
     /// that fails inside a caller's `write {}` leaves nothing behind, also when the caller catches.
+    /// Inside a body whose failure undoes more than it (a single call's transaction, a composite call's
+    /// body) it needs none.
     func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
-        let recorded: ChangeCollector? = try lock.withLock {
+        try nestedWrite(composite: false, body)
+    }
+
+    /// A composite call inside the transaction (`CompositeWrites`): one savepoint for the whole body,
+    /// none for the calls it makes, since the body propagates every error (the savepoint then undoes
+    /// all of it).
+    func performCompositeWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        try nestedWrite(composite: true, body)
+    }
+
+    private func nestedWrite<R>(composite: Bool, _ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        let recorded: ChangeCollector?? = try lock.withLock {
             guard isActive else {
                 throw LocalStoreError(.misuse, "a transaction was used after its write {} block ended")
             }
             if let storedFailure { throw storedFailure }
-            if !isImplicit { try connection.execute("SAVEPOINT localstore_write") }
-            return collector
+            // Unguarded already: a failure undoes more than this body.
+            if unguardedDepth > 0 { return .none }
+            try connection.execute("SAVEPOINT localstore_write")
+            if composite { unguardedDepth = 1 }
+            return .some(collector)
         }
-        if isImplicit { return try body(self) }  // a failure rolls the whole transaction back
+        guard let recorded else { return try body(self) }
         do {
             let result = try body(self)
-            try lock.withLock { try connection.execute("RELEASE localstore_write") }
+            try lock.withLock {
+                if composite { unguardedDepth = 0 }
+                try connection.execute("RELEASE localstore_write")
+            }
             return result
         } catch {
             lock.withLock {
+                if composite { unguardedDepth = 0 }
                 do {
                     guard connection.isInTransaction else { throw error }
                     try connection.execute("ROLLBACK TO localstore_write")

@@ -166,6 +166,11 @@ public final class SQLiteStore: LocalStore, IntegrityChecking {
         try engine.performWrite(body)
     }
 
+    /// A composite call's transaction (the core's `CompositeWrites`): no savepoint per call.
+    package func performCompositeWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        try engine.performCompositeWrite(body)
+    }
+
     // MARK: Raw SQL
 
     /// Runs one read-only SQL `SELECT` with bound `arguments` (`?`, `?NNN`) and returns its rows, each
@@ -214,3 +219,4 @@ extension SQLiteStore: SystemTableReadShortcuts {
     package func firstOperation(after id: Int64) throws -> TableOperation? { try engine.firstOperation(after: id) }
     package func configValue(id: String) throws -> Value? { try engine.configValue(id: id) }
 }
+extension SQLiteStore: CompositeWrites {}

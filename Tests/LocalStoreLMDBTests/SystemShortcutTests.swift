@@ -120,4 +120,56 @@ struct LMDBSystemShortcutTests {
             #expect(try shortcut.largestOperationId() == .max)
         }
     }
+
+    @Test("the operations of one item, read from the (table, NOCASE itemId) index, against the generic query")
+    func itemOperations() throws {
+        let dir = try TempDirectory()
+        let store = try LMDBStore(path: dir.storePath)
+        defer { try? store.close() }
+        // Item ids longer than the stored key prefix (480 bytes) share their range with the other long
+        // ids of the same prefix; ids that differ only in ASCII case (the same item), in non-ASCII case
+        // (different items), tables that differ only in case (different tables).
+        let long = String(repeating: "x", count: 600)
+        let items = ["a", "A", "b", "é", "É", long + "1", long + "2", long.uppercased() + "1", "", "a\u{0}"]
+        var n = 0
+        for table in ["T", "t", "T2"] {
+            for itemId in items {
+                n += 1
+                _ = try store.appendOperation(table: table, itemId: itemId, properties: Array("{\"n\":\(n)}".utf8))
+            }
+        }
+        // A row written without properties (read as an operation with none, by both paths).
+        try store.upsert([["id": 1000, "table": "T", "tableKind": 0, "itemId": "a"]], into: Self.names.operations)
+        let probes = items + ["B", "c", long, long + "3", "È"]
+        func generic(_ access: some LocalStoreAccess, _ table: String, _ itemId: String) throws -> [TableOperation] {
+            try access.read(
+                Query(
+                    Self.names.operations,
+                    where: Field("table") == .literal(.string(table)) && Field("itemId").equalsIgnoringCase(.literal(.string(itemId))),
+                    sort: [SortKey("id")])
+            ).items.compactMap(TableOperation.init)
+        }
+        for table in ["T", "t", "T2", "T3", "t2"] {
+            for itemId in probes {
+                let expected = try generic(store, table, itemId)
+                let label = "\(table)/\(itemId.prefix(8))…(\(itemId.utf8.count) bytes)"
+                #expect(try store.itemOperations(table: table, itemId: itemId) == expected, "store, \(label)")
+                #expect(try store.pendingOperations(table: table, itemId: itemId) == expected, "\(label)")
+                #expect(try store.hasPendingOperation(table: table, itemId: itemId) == !expected.isEmpty, "\(label)")
+                // Rolled back (the error thrown) so that every probe starts from the same queue.
+                #expect(throws: CancellationError.self) {
+                  try store.write { tx in
+                    let shortcut = try #require(tx as? LMDBTransaction)
+                    #expect(try shortcut.itemOperations(table: table, itemId: itemId) == expected, "transaction, \(label)")
+                    // Its own writes seen: a new operation of the item is in the answer.
+                    let added = try tx.appendOperation(table: table, itemId: itemId)
+                    #expect(try shortcut.itemOperations(table: table, itemId: itemId) == expected + [added], "own write, \(label)")
+                    #expect(try generic(tx, table, itemId) == expected + [added], "generic own write, \(label)")
+                    throw CancellationError()
+                  }
+                }
+            }
+        }
+        #expect(try store.itemOperations(table: "T", itemId: "a")?.map(\.itemId) == ["a", "A", "a"])
+    }
 }

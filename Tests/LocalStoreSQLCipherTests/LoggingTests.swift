@@ -99,4 +99,38 @@ struct LoggingTests {
             #expect(!r.text.uppercased().contains(hexOfRawKey))
         }
     }
+
+    /// A composite call (here a pulled page) runs its calls without a savepoint each: on SQLCipher every
+    /// page a savepoint's body first changes is copied and encrypted once more. Inside a caller's
+    /// transaction it takes one savepoint for the whole call; a caller's own calls keep theirs.
+    @Test(arguments: ["sqlite", "sqlcipher"])
+    func compositeCallsTakeNoSavepointPerCall(_ backend: String) throws {
+        let dir = try TempDir()
+        let logs = CapturedLogs()
+        let store: any LocalStore =
+            backend == "sqlite"
+            ? try SQLiteStore(path: dir.path("s.sqlite"), logger: logs.logger())
+            : try SQLCipherStore(path: dir.path("s.db"), key: rawKey, options: fast, logger: logs.logger())
+        defer { try? store.close() }
+        try store.defineTable(TableSchema("T", ["text": .string, "updatedAt": .date]))
+        func page(_ n: Int) -> [Item] {
+            (0..<3).map { ["id": .string("p\(n)-\($0)"), "text": "x", "updatedAt": .date(Date(timeIntervalSince1970: Double(n * 10 + $0)))] }
+        }
+        func savepoints(_ body: () throws -> Void) throws -> [String] {
+            let before = logs.all.count
+            try body()
+            return logs.all.dropFirst(before).compactMap { r in
+                guard r.level == .trace, r.message == "statement", let sql = r.metadata["sql"], sql.hasPrefix("SAVEPOINT") else { return nil }
+                return sql
+            }
+        }
+        #expect(try savepoints { _ = try store.applyPulledPage(page(1), into: "T", queryId: "q") } == [])
+        #expect(try savepoints { _ = try store.enqueue(.insert, ["id": "e1", "text": "y"], into: "T") } == [])
+        #expect(
+            try savepoints { try store.write { tx in _ = try tx.applyPulledPage(page(2), into: "T", queryId: "q") } }
+                == ["SAVEPOINT localstore_write"])
+        #expect(
+            try savepoints { try store.write { tx in try tx.upsert(page(3), into: "T") } } == ["SAVEPOINT localstore_call"])
+        #expect(try store.count("T") == 10)
+    }
 }
