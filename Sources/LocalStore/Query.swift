@@ -111,6 +111,14 @@ public indirect enum QueryExpression: Sendable, Hashable {
     /// One of the OData v3 functions applied to its arguments (see ``QueryFunction`` for each one's
     /// arguments, result and rules). Any null argument gives null.
     case function(QueryFunction, [QueryExpression])
+    /// A calendar day: OData v4's `Edm.Date` literal (`cast(1994-10-14,Edm.Date)`, or bare `1994-10-14`).
+    ///
+    /// The date must be a midnight UTC (a whole number of days from 1970) in the years 0000 to 9999
+    /// (`invalidQuery` otherwise). It is compared and evaluated exactly as `.literal(.date(date))`; it is a
+    /// case of its own so that OData renders it as a day: `cast(1994-10-14,Edm.Date)` in
+    /// ``ODataDialect/v4`` (what a v4 server compares with an `Edm.Date` property),
+    /// `datetimeoffset'1994-10-14T00:00:00.000Z'` in ``ODataDialect/v3``, which has no day type.
+    case dateOnly(Date)
 
     /// Arithmetic operators. Integer operands give integer results (division truncates, overflow
     /// falls back to double as in SQLite); division or modulo by zero gives null.

@@ -513,6 +513,11 @@ struct Resolver {
             return .column(n, schema.columns[n].type, isStringId: isStringId(n))
         case .literal(let v):
             return try literal(v)
+        case .dateOnly(let d):
+            guard ODataDates.isDay(d) else {
+                throw fail("the day \(d.timeIntervalSinceReferenceDate) seconds from 2001-01-01 is not a midnight UTC of the years 0000 to 9999")
+            }
+            return .literal(.date(d), .date)
         case .arithmetic(let op, let l, let r):
             let a = try resolveExpression(l, depth: depth + 1)
             let b = try resolveExpression(r, depth: depth + 1)

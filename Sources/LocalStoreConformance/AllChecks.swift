@@ -97,6 +97,7 @@ extension ConformanceSuite {
         ConformanceCheck(name: "deleteMatchingHonoursQuery", deleteMatchingHonoursQuery),
         ConformanceCheck(name: "odataFunctionExamples", odataFunctionExamples),
         ConformanceCheck(name: "queryFunctionsOnRandomRows", queryFunctionsOnRandomRows),
+        ConformanceCheck(name: "odataV4Queries", odataV4Queries),
         ConformanceCheck(name: "pagingStableAscending", pagingStableAscending),
         ConformanceCheck(name: "pagingStableDescending", pagingStableDescending),
         ConformanceCheck(name: "pagingStableMultiKey", pagingStableMultiKey),

@@ -100,6 +100,7 @@ enum Reference {
         switch e {
         case .field(let name): return row[try table.column(name).name] ?? .null
         case .literal(let v): return v
+        case .dateOnly(let d): return .date(d)
         case .toLower(let inner):
             if case .string(let s) = try evaluate(inner, row, table) { return .string(lowerASCII(s)) }
             return .null

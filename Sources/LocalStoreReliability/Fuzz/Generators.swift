@@ -154,6 +154,17 @@ public struct FuzzGenerator {
         }
     }
 
+    /// A midnight UTC of the years 0000 to 9999 (an `Edm.Date` day): half the time the day of a row's date.
+    mutating func day(rows: [[String: Value]]) -> Date {
+        if !rows.isEmpty, rng.oneIn(2), case .date(let d)? = rng.pick(rows)["t"], d.timeIntervalSinceReferenceDate.isFinite,
+            abs(d.timeIntervalSinceReferenceDate) < 6e10
+        {
+            let days = (d.timeIntervalSinceReferenceDate / 86_400).rounded(.down)
+            return Date(timeIntervalSinceReferenceDate: days * 86_400)
+        }
+        return Date(timeIntervalSinceReferenceDate: Double(Int(rng.below(3_652_424)) - 730_851) * 86_400)
+    }
+
     mutating func stringExpression() -> QueryExpression {
         let field = QueryExpression.field(rng.pick(Self.strings))
         switch rng.below(9) {
@@ -179,6 +190,8 @@ public struct FuzzGenerator {
         case 0, 1, 2:
             if column == "j" { return .isNull(.field("j")) }
             let ci = Self.strings.contains(column) && rng.oneIn(4)
+            // A date column against an Edm.Date day now and then.
+            if column == "t" && rng.oneIn(4) { return .compare(.field("t"), rng.pick(Self.ops), .dateOnly(day(rows: rows)), caseInsensitive: false) }
             return .compare(.field(column), rng.pick(Self.ops), .literal(literal(column, rows: rows)), caseInsensitive: ci)
         case 3:
             // Two columns of compatible types.
