@@ -102,11 +102,13 @@ public indirect enum QueryExpression: Sendable, Hashable {
     case literal(Value)
     /// Arithmetic on two numeric expressions.
     case arithmetic(ArithmeticOperator, QueryExpression, QueryExpression)
-    /// ASCII lower-casing of a string expression (SQLite's `lower()`).
+    /// ASCII lower-casing of a string expression (SQLite's `lower()`); a number or boolean is read as
+    /// text first (as ``QueryFunction/concat`` reads it).
     case toLower(QueryExpression)
-    /// ASCII upper-casing of a string expression (SQLite's `upper()`).
+    /// ASCII upper-casing of a string expression (SQLite's `upper()`); a number or boolean is read as
+    /// text first.
     case toUpper(QueryExpression)
-    /// The number of Unicode scalars of a string expression.
+    /// The number of Unicode scalars of a string expression; a number or boolean is read as text first.
     case length(QueryExpression)
     /// One of the OData v3 functions applied to its arguments (see ``QueryFunction`` for each one's
     /// arguments, result and rules). Any null argument gives null.
@@ -146,7 +148,11 @@ public enum QueryFunction: String, Sendable, Hashable, CaseIterable {
     /// `indexof(s, part)`: the 0-based position (in Unicode scalars) of the first occurrence of `part` in
     /// `s`, `-1` when absent, `0` for the empty `part`. Integer.
     case indexOf = "indexof"
-    /// `concat(a, b)`: the two strings joined.
+    /// `concat(a, b)`: the two strings joined. Like every string argument of these functions (and of
+    /// `tolower`, `toupper`, `length` and the string tests), `a` and `b` may also be numbers or booleans,
+    /// read as the text .NET's `ToString(CultureInfo.InvariantCulture)` gives them (the services' servers
+    /// convert them): integers in decimal (`-12`), doubles in the shortest form that reads back
+    /// (`1.5`, `0.1`, `-0`, `1E+15`, `1E-05`, `Infinity`), booleans `True` and `False`.
     case concat
     /// `replace(s, find, with)`: every non-overlapping occurrence of `find`, left to right, replaced;
     /// an empty `find` leaves `s` as it is.

@@ -98,6 +98,7 @@ extension ConformanceSuite {
         ConformanceCheck(name: "odataFunctionExamples", odataFunctionExamples),
         ConformanceCheck(name: "queryFunctionsOnRandomRows", queryFunctionsOnRandomRows),
         ConformanceCheck(name: "odataV4Queries", odataV4Queries),
+        ConformanceCheck(name: "stringFunctionsReadNumbersAsText", stringFunctionsReadNumbersAsText),
         ConformanceCheck(name: "pagingStableAscending", pagingStableAscending),
         ConformanceCheck(name: "pagingStableDescending", pagingStableDescending),
         ConformanceCheck(name: "pagingStableMultiKey", pagingStableMultiKey),

@@ -120,6 +120,7 @@ struct ConformanceTests {
         "odataFunctionExamples",
         "queryFunctionsOnRandomRows",
         "odataV4Queries",
+        "stringFunctionsReadNumbersAsText",
         "pagingStableAscending",
         "pagingStableDescending",
         "pagingStableMultiKey",
@@ -274,6 +275,7 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func odataFunctionExamples(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func queryFunctionsOnRandomRows(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func odataV4Queries(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func stringFunctionsReadNumbersAsText(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pagingStableAscending(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pagingStableDescending(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pagingStableMultiKey(_ backend: StoreFactory) throws { try runCheck(backend) }

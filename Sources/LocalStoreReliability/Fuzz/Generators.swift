@@ -154,6 +154,18 @@ public struct FuzzGenerator {
         }
     }
 
+    /// A number or boolean the string functions read as text (docs/semantics.md): a column, an edge
+    /// literal, or integer arithmetic that may overflow into a double.
+    mutating func textualNumber() -> QueryExpression {
+        switch rng.below(5) {
+        case 0: return .field(rng.pick(Self.numeric))
+        case 1: return .field("b")
+        case 2: return .literal(rng.oneIn(2) ? .int(int()) : .double(double()))
+        case 3: return .literal(.bool(rng.oneIn(2)))
+        default: return .arithmetic(.multiply, .field("i"), .field("i2"))
+        }
+    }
+
     /// A midnight UTC of the years 0000 to 9999 (an `Edm.Date` day): half the time the day of a row's date.
     mutating func day(rows: [[String: Value]]) -> Date {
         if !rows.isEmpty, rng.oneIn(2), case .date(let d)? = rng.pick(rows)["t"], d.timeIntervalSinceReferenceDate.isFinite,
@@ -167,7 +179,7 @@ public struct FuzzGenerator {
 
     mutating func stringExpression() -> QueryExpression {
         let field = QueryExpression.field(rng.pick(Self.strings))
-        switch rng.below(9) {
+        switch rng.below(12) {
         case 0: return .toLower(field)
         case 1: return .toUpper(field)
         case 2: return .function(.trim, [field])
@@ -176,6 +188,10 @@ public struct FuzzGenerator {
             return .function(.substring, rng.oneIn(2) ? [field, start] : [field, start, .literal(.int(Int64(rng.below(6)) - 1))])
         case 4: return .function(.concat, [field, .literal(.string(string()))])
         case 5: return .function(.replace, [field, .literal(.string(rng.pick(["a", "é", " ", ""]))), .literal(.string(string()))])
+        // Numbers and booleans read as text.
+        case 6: return .function(.concat, rng.oneIn(2) ? [field, textualNumber()] : [textualNumber(), textualNumber()])
+        case 7: return rng.oneIn(2) ? .toLower(textualNumber()) : .function(.trim, [textualNumber()])
+        case 8: return .function(.substring, [textualNumber(), .literal(.int(Int64(rng.below(6)) - 1))])
         default: return field
         }
     }
