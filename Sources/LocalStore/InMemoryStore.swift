@@ -932,7 +932,8 @@ final class MemTable {
             return (n, vs.map { IndexRange(lower: $0, lowerInclusive: true, upper: $0, upperInclusive: true) })
         case .isNull(.column(let n, _, _)) where indexes[n] != nil:
             return (n, [IndexRange(lower: .null, lowerInclusive: true, upper: .null, upperInclusive: true)])
-        case .string(.startsWith, .column(let n, _, _), .literal(.string(let prefix), _), false) where indexes[n] != nil:
+        // A string column only: a number or boolean subject is tested on its text, which its index does not order.
+        case .string(.startsWith, .column(let n, .string, _), .literal(.string(let prefix), _), false) where indexes[n] != nil:
             return (n, [IndexRange(lower: .string(prefix), lowerInclusive: true, upper: nil, upperInclusive: false, prefix: prefix)])
         default:
             return nil

@@ -2,11 +2,18 @@ import Foundation
 
 extension OData {
     /// Parses an OData query string (`$filter=…&$orderby=…&$top=…`, values percent-encoded or not) into a
-    /// ``Query`` on `table`. Accepts what ``OData/queryString(for:)`` renders, so render → parse →
-    /// render gives the same text, plus what other clients write: bare boolean fields (`done`), `guid'…'`
-    /// literals (the lower-case canonical string) and `startswith(…) eq true`-style tests. Errors are
+    /// ``Query`` on `table`. Accepts what ``OData/queryString(for:dialect:)`` renders in `dialect`, so
+    /// render → parse → render gives the same text, plus what other clients write: bare boolean fields
+    /// (`done`), `startswith(…) eq true`-style tests, GUIDs (`guid'…'` in v3, bare or
+    /// `cast(…,Edm.Guid)` in v4: the lower-case canonical string). ``ODataDialect/v3`` also accepts the
+    /// v4 forms; ``ODataDialect/v4`` refuses the v3-only ones (``ODataDialect`` lists both). Errors are
     /// `invalidQuery` and give the position of the fault; an unknown function is named as unknown.
-    public static func parseQuery(_ queryString: String, table: String) throws -> Query {
+    ///
+    /// - Parameters:
+    ///   - queryString: The query string, without the `?`.
+    ///   - table: The table the query reads.
+    ///   - dialect: The OData version the text is written in.
+    public static func parseQuery(_ queryString: String, table: String, dialect: ODataDialect = .v3) throws -> Query {
         var query = Query(table)
         guard !queryString.isEmpty else { return query }
         // Split on the bytes `&` and `=`, not on Characters (`&` and a combining mark are one Character).
@@ -16,7 +23,7 @@ extension OData {
             let raw = pieces.count > 1 ? String(String.UnicodeScalarView(pieces[1])) : ""
             let value = raw.removingPercentEncoding ?? raw
             switch name {
-            case "$filter": query.predicate = try parseFilter(value)
+            case "$filter": query.predicate = try parseFilter(value, dialect: dialect)
             case "$orderby": query.sort = try parseOrderBy(value)
             case "$skip": query.skip = try parseCount(value, name)
             case "$top": query.top = try parseCount(value, name)
@@ -28,10 +35,18 @@ extension OData {
                 }
                 query.select = names
             case "$inlinecount":
+                guard dialect != .v4 else {
+                    throw LocalStoreError(.invalidQuery, "$inlinecount=\(value) is OData v3; OData v4 writes $count=true")
+                }
                 guard value == "allpages" || value == "none" else {
                     throw LocalStoreError(.invalidQuery, "$inlinecount must be allpages or none, not '\(value)'")
                 }
                 query.includeTotalCount = value == "allpages"
+            case "$count":
+                guard value == "true" || value == "false" else {
+                    throw LocalStoreError(.invalidQuery, "$count must be true or false, not '\(value)'")
+                }
+                query.includeTotalCount = value == "true"
             default:
                 throw LocalStoreError(.invalidQuery, "unknown query option '\(name)'")
             }
@@ -46,7 +61,7 @@ extension OData {
         return n
     }
 
-    /// Parses an `$orderby` value: `field [asc|desc], …`.
+    /// Parses an `$orderby` value: `field [asc|desc], …` (the same in both dialects).
     public static func parseOrderBy(_ text: String) throws -> [SortKey] {
         try text.split(separator: ",").map { part in
             let words = part.split(separator: " ", omittingEmptySubsequences: true)
@@ -61,15 +76,19 @@ extension OData {
         }
     }
 
-    /// Parses a `$filter` expression.
+    /// Parses a `$filter` expression written in `dialect` (``ODataDialect`` lists the forms of each).
     ///
-    /// Bounded for any input: at most 100,000 values (literals, fields, calls) and 1,000 arithmetic
-    /// operators, parentheses nested at most 269 deep (checked by a scan before parsing, so deeper text
-    /// never reaches the recursive descent), `not`s up to the same parser depth; past a limit,
-    /// `invalidQuery`. `and`/`or` chains of any length are kept flat. Parsing is linear in the text's
-    /// length (docs/semantics.md, "Pull query strings").
-    public static func parseFilter(_ text: String) throws -> QueryPredicate {
-        var parser = FilterParser(text: text)
+    /// Bounded for any input: at most 100,000 values (literals, fields, calls, the members of an `in`
+    /// list) and 1,000 arithmetic operators, parentheses nested at most 269 deep (checked by a scan
+    /// before parsing, so deeper text never reaches the recursive descent), `not`s up to the same parser
+    /// depth; past a limit, `invalidQuery`. `and`/`or` chains and `in` lists of any length are kept flat.
+    /// Parsing is linear in the text's length (docs/semantics.md, "Pull query strings").
+    ///
+    /// - Parameters:
+    ///   - text: The `$filter` value, not percent-encoded.
+    ///   - dialect: The OData version the text is written in.
+    public static func parseFilter(_ text: String, dialect: ODataDialect = .v3) throws -> QueryPredicate {
+        var parser = FilterParser(text: text, dialect: dialect)
         try parser.checkNesting()
         let node = try parser.parseOr()
         parser.skipSpaces()
@@ -80,9 +99,13 @@ extension OData {
 
 private indirect enum FilterNode {
     case literal(Value, position: Int)
+    /// An `Edm.Date` (`cast(1994-10-14,Edm.Date)` or bare `1994-10-14`): its midnight UTC.
+    case dateOnly(Date, position: Int)
     case identifier(String, position: Int)
     case call(String, [FilterNode], position: Int)
     case binary(String, FilterNode, FilterNode, position: Int)
+    /// `subject in (v1,v2,…)`: the members are literals (`.literal` or `.dateOnly`), kept flat.
+    case membership(FilterNode, [FilterNode], position: Int)
     /// Operands of one `and` or `or` chain written without parentheses, kept flat: a long chain builds
     /// no deep tree (whose conversion and destruction would recurse once per term).
     case chain(String, [FilterNode])
@@ -93,6 +116,7 @@ private indirect enum FilterNode {
 private struct FilterParser {
     let bytes: [UInt8]
     let text: String
+    let dialect: ODataDialect
     var index = 0
     var depth = 0
     /// Values (literals, fields, calls) parsed so far, against ``maximumTerms``.
@@ -109,8 +133,9 @@ private struct FilterParser {
     /// of what the parser builds.
     static let maximumArithmeticOperators = 1_000
 
-    init(text: String) {
+    init(text: String, dialect: ODataDialect) {
         self.text = text
+        self.dialect = dialect
         self.bytes = Array(text.utf8)
     }
 
@@ -217,7 +242,40 @@ private struct FilterParser {
         if let op = consumeKeyword(["eq", "ne", "lt", "le", "gt", "ge"]) {
             return .binary(op, left, try parseAdditive(), position: p)
         }
+        if consumeKeyword(["in"]) != nil { return try parseList(left, position: p) }
         return left
+    }
+
+    /// The list of `subject in (v1,v2,…)`, after `in`: literals separated by commas, read in a loop (a
+    /// list of any length builds no deep tree; each member counts against ``maximumTerms``).
+    mutating func parseList(_ subject: FilterNode, position p: Int) throws -> FilterNode {
+        skipSpaces()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "(") else { throw fail("expected ( after in") }
+        index += 1
+        skipSpaces()
+        if index < bytes.count, bytes[index] == UInt8(ascii: ")") { throw fail("an in list needs at least one value") }
+        var members: [FilterNode] = []
+        while true {
+            skipSpaces()
+            let memberStart = index
+            let member = try parsePrimary()
+            switch member {
+            case .literal, .dateOnly: members.append(member)
+            default: throw fail("an in list holds values (literals) only", at: memberStart)
+            }
+            skipSpaces()
+            guard index < bytes.count else { throw fail("expected ) to close the in list") }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+                continue
+            }
+            if bytes[index] == UInt8(ascii: ")") {
+                index += 1
+                break
+            }
+            throw fail("expected , or ) in the in list")
+        }
+        return .membership(subject, members, position: p)
     }
 
     mutating func parseAdditive() throws -> FilterNode {
@@ -240,16 +298,24 @@ private struct FilterParser {
         }
     }
 
+    /// What ``parseAtom(_:)`` read: a whole value, or the name of a call whose `(` it consumed.
+    enum Atom {
+        case node(FilterNode)
+        case call(String)
+    }
+
+    /// A value: a parenthesized condition, a literal, a field or a call. It recurses (through
+    /// ``parseOr()``) once per level of parentheses and calls, so its frame is kept small: everything
+    /// read without recursing is ``parseAtom(_:)``'s.
     mutating func parsePrimary() throws -> FilterNode {
         try enter()
         defer { depth -= 1 }
         terms += 1
-        if terms > FilterParser.maximumTerms { throw fail("more than \(FilterParser.maximumTerms) values") }
+        if terms > FilterParser.maximumTerms { throw tooManyValues() }
         skipSpaces()
         let start = index
         guard index < bytes.count else { throw fail("expected a value") }
-        let b = bytes[index]
-        if b == UInt8(ascii: "(") {
+        if bytes[index] == UInt8(ascii: "(") {
             index += 1
             let inner = try parseOr()
             skipSpaces()
@@ -257,56 +323,189 @@ private struct FilterParser {
             index += 1
             return .paren(inner)
         }
-        if b == UInt8(ascii: "'") { return .literal(.string(try parseQuoted()), position: start) }
-        if b == UInt8(ascii: "-") || (b >= 0x30 && b <= 0x39) { return .literal(try parseNumber(), position: start) }
+        switch try parseAtom(start) {
+        case .node(let node): return node
+        case .call(let name): return .call(name, try parseArguments(name), position: start)
+        }
+    }
+
+    @inline(never)
+    func tooManyValues() -> LocalStoreError { fail("more than \(FilterParser.maximumTerms) values") }
+
+    /// The arguments of a call, after its `(`, up to and with its `)`.
+    @inline(never)
+    mutating func parseArguments(_ name: String) throws -> [FilterNode] {
+        var args: [FilterNode] = []
+        skipSpaces()
+        if index < bytes.count, bytes[index] == UInt8(ascii: ")") {
+            index += 1
+            return args
+        }
+        while true {
+            args.append(try parseOr())
+            skipSpaces()
+            guard index < bytes.count else { throw fail("expected ) to close \(name)(") }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+                continue
+            }
+            if bytes[index] == UInt8(ascii: ")") {
+                index += 1
+                return args
+            }
+            throw fail("expected , or )")
+        }
+    }
+
+    /// A value read without recursing, at `start` (not a `(`): a literal, a field, a `cast(…)`, or the
+    /// name of a call with its `(` consumed.
+    @inline(never)
+    mutating func parseAtom(_ start: Int) throws -> Atom {
+        let b = bytes[index]
+        if b == UInt8(ascii: "'") { return .node(.literal(.string(try parseQuoted()), position: start)) }
+        if let guid = bareGuid() { return .node(.literal(.string(guid), position: start)) }
+        if b == UInt8(ascii: "-") || (b >= 0x30 && b <= 0x39) {
+            if let date = try bareDate() { return .node(date) }
+            return .node(.literal(try parseNumber(), position: start))
+        }
         guard let word = peekWord() else { throw fail("unexpected character '\(Character(Unicode.Scalar(b)))'") }
         index += word.utf8.count
+        let quoted = index < bytes.count && bytes[index] == UInt8(ascii: "'")
         switch word {
-        case "true": return .literal(.bool(true), position: start)
-        case "false": return .literal(.bool(false), position: start)
-        case "null": return .literal(.null, position: start)
-        case "datetimeoffset", "datetime":
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "'") else { throw fail("expected ' after \(word)") }
+        case "true": return .node(.literal(.bool(true), position: start))
+        case "false": return .node(.literal(.bool(false), position: start))
+        case "null": return .node(.literal(.null, position: start))
+        case "datetimeoffset" where dialect != .v4 || quoted, "datetime" where dialect != .v4 || quoted:
+            guard quoted else { throw fail("expected ' after \(word)") }
+            if dialect == .v4 {
+                throw fail("\(word)'…' is OData v3; OData v4 writes cast(2024-05-01T10:20:30.123Z,Edm.DateTimeOffset)", at: start)
+            }
             let textStart = index
             let s = try parseQuoted()
             guard let date = DeltaTokenFormat.date(from: s) else { throw fail("bad date '\(s)'", at: textStart) }
-            return .literal(.date(date), position: start)
-        case "guid":
-            if index < bytes.count, bytes[index] == UInt8(ascii: "'") {
-                let textStart = index
-                let s = try parseQuoted()
-                guard let canonical = FilterParser.canonicalGuid(s) else { throw fail("bad guid '\(s)'", at: textStart) }
-                return .literal(.string(canonical), position: start)
+            return .node(.literal(.date(date), position: start))
+        case "guid" where quoted:
+            if dialect == .v4 { throw fail("guid'…' is OData v3; OData v4 writes the GUID bare or as cast(…,Edm.Guid)", at: start) }
+            let textStart = index
+            let s = try parseQuoted()
+            guard let canonical = FilterParser.canonicalGuid(s) else { throw fail("bad guid '\(s)'", at: textStart) }
+            return .node(.literal(.string(canonical), position: start))
+        case "X" where quoted:
+            if dialect == .v4 { throw fail("X'…' is OData v3; OData v4 writes binary'…' in base64url", at: start) }
+            let s = try parseQuoted()
+            guard let b = Hex.bytes(s) else { throw fail("bad binary literal '\(s)' (hex digits)", at: start) }
+            return .node(.literal(.binary(b), position: start))
+        case "binary" where quoted:
+            let s = try parseQuoted()
+            // v4's binary'…' is base64url; v3's (and so v3's lenient reading) hex, as X'…'.
+            if dialect == .v4 {
+                guard let b = Base64URL.decode(s) else { throw fail("bad binary literal '\(s)' (base64url)", at: start) }
+                return .node(.literal(.binary(b), position: start))
             }
-            return .identifier(word, position: start)
-        case "X", "binary":
-            if index < bytes.count, bytes[index] == UInt8(ascii: "'") {
-                let s = try parseQuoted()
-                guard let b = Hex.bytes(s) else { throw fail("bad binary literal", at: start) }
-                return .literal(.binary(b), position: start)
-            }
-            return .identifier(word, position: start)
+            guard let b = Hex.bytes(s) else { throw fail("bad binary literal '\(s)' (hex digits)", at: start) }
+            return .node(.literal(.binary(b), position: start))
         default:
             skipSpaces()
             if index < bytes.count, bytes[index] == UInt8(ascii: "(") {
-                index += 1
-                var args: [FilterNode] = []
-                skipSpaces()
-                if index < bytes.count, bytes[index] == UInt8(ascii: ")") {
-                    index += 1
-                } else {
-                    while true {
-                        args.append(try parseOr())
-                        skipSpaces()
-                        guard index < bytes.count else { throw fail("expected ) to close \(word)(") }
-                        if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-                        if bytes[index] == UInt8(ascii: ")") { index += 1; break }
-                        throw fail("expected , or )")
-                    }
+                if word == "substringof" && dialect == .v4 {
+                    throw fail("substringof() is OData v3; OData v4 writes contains(text,'x')", at: start)
                 }
-                return .call(word, args, position: start)
+                index += 1
+                if word == "cast" { return .node(try parseCast(start: start)) }
+                return .call(word)
             }
-            return .identifier(word, position: start)
+            return .node(.identifier(word, position: start))
+        }
+    }
+
+    /// A GUID written bare (OData v4: `8-4-4-4-12` hex digits not followed by a letter, digit or `_`),
+    /// consumed, as its canonical text; `nil` (nothing consumed) when the text does not start with one.
+    mutating func bareGuid() -> String? {
+        guard index + 36 <= bytes.count, Hex.digit(bytes[index]) != nil, bytes[index + 8] == UInt8(ascii: "-") else { return nil }
+        if index + 36 < bytes.count, FilterParser.isWordByte(bytes[index + 36]) || bytes[index + 36] == UInt8(ascii: "-") { return nil }
+        guard let canonical = FilterParser.canonicalGuid(String(decoding: bytes[index..<(index + 36)], as: UTF8.self)) else { return nil }
+        index += 36
+        return canonical
+    }
+
+    /// A date written bare (OData v4): `yyyy-MM-dd` is an `Edm.Date` (``FilterNode/dateOnly(_:position:)``),
+    /// `yyyy-MM-ddTHH:mm:ss.fffZ` (seconds and fraction optional, `Z` or `±hh:mm`) an
+    /// `Edm.DateTimeOffset`. `nil` (nothing consumed) when the text does not start with `dddd-dd-dd`.
+    mutating func bareDate() throws -> FilterNode? {
+        func digits(_ at: Int, _ n: Int) -> Bool {
+            guard at + n <= bytes.count else { return false }
+            return bytes[at..<(at + n)].allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+        }
+        let start = index
+        guard digits(start, 4), start + 10 <= bytes.count, bytes[start + 4] == UInt8(ascii: "-"), digits(start + 5, 2),
+            bytes[start + 7] == UInt8(ascii: "-"), digits(start + 8, 2)
+        else { return nil }
+        // The literal runs over the characters a date can hold.
+        var end = start + 10
+        while end < bytes.count {
+            let c = bytes[end]
+            guard (c >= 0x30 && c <= 0x39) || c == UInt8(ascii: ":") || c == UInt8(ascii: ".") || c == UInt8(ascii: "T")
+                || c == UInt8(ascii: "Z") || c == UInt8(ascii: "+") || c == UInt8(ascii: "-")
+            else { break }
+            end += 1
+        }
+        let literal = String(decoding: bytes[start..<end], as: UTF8.self)
+        index = end
+        if end == start + 10 {
+            guard let day = ODataDates.date(fromDay: literal) else { throw fail("bad date '\(literal)' (a day yyyy-MM-dd that exists)", at: start) }
+            return .dateOnly(day, position: start)
+        }
+        guard let date = ODataDates.date(fromDateTime: literal) else {
+            throw fail("bad date '\(literal)' (yyyy-MM-ddTHH:mm:ss.fffZ, a day that exists)", at: start)
+        }
+        return .literal(.date(date), position: start)
+    }
+
+    /// `cast(value,Edm.Type)` after `cast(`: an `Edm.DateTimeOffset` (a date), an `Edm.Date` (a day) or
+    /// an `Edm.Guid` (its canonical string); the value written bare (as the Datasync toolkit does) or
+    /// quoted. Anything else is `invalidQuery` naming the value or the type.
+    mutating func parseCast(start: Int) throws -> FilterNode {
+        skipSpaces()
+        let valueStart = index
+        let raw: String
+        if index < bytes.count, bytes[index] == UInt8(ascii: "'") {
+            raw = try parseQuoted()
+        } else {
+            var j = index
+            while j < bytes.count, bytes[j] != UInt8(ascii: ","), bytes[j] != UInt8(ascii: ")"), bytes[j] != 0x20, bytes[j] != 0x09 { j += 1 }
+            raw = String(decoding: bytes[index..<j], as: UTF8.self)
+            index = j
+        }
+        skipSpaces()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: ",") else { throw fail("cast takes a value and a type: expected ,") }
+        index += 1
+        skipSpaces()
+        let typeStart = index
+        var j = index
+        while j < bytes.count, FilterParser.isWordByte(bytes[j]) || bytes[j] == UInt8(ascii: ".") { j += 1 }
+        let type = String(decoding: bytes[index..<j], as: UTF8.self)
+        index = j
+        skipSpaces()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: ")") else { throw fail("expected ) to close cast(") }
+        index += 1
+        switch type {
+        case "Edm.DateTimeOffset":
+            guard let date = ODataDates.date(fromDateTime: raw) else {
+                throw fail("bad Edm.DateTimeOffset '\(raw)' (yyyy-MM-ddTHH:mm:ss.fffZ, a day that exists)", at: valueStart)
+            }
+            return .literal(.date(date), position: start)
+        case "Edm.Date":
+            guard let day = ODataDates.date(fromDay: raw) else {
+                throw fail("bad Edm.Date '\(raw)' (a day yyyy-MM-dd that exists)", at: valueStart)
+            }
+            return .dateOnly(day, position: start)
+        case "Edm.Guid":
+            guard let canonical = FilterParser.canonicalGuid(raw) else { throw fail("bad guid '\(raw)'", at: valueStart) }
+            return .literal(.string(canonical), position: start)
+        case "Edm.TimeOfDay":
+            throw fail("the time of day '\(raw)' (Edm.TimeOfDay) has no LocalStore value type", at: valueStart)
+        default:
+            throw fail("cast to '\(type)' is not supported (Edm.DateTimeOffset, Edm.Date, Edm.Guid)", at: typeStart)
         }
     }
 
@@ -407,68 +606,125 @@ private struct FilterParser {
                 throw fail("\(name)() gives a value, not a condition", at: p)
             }
             throw fail("unknown function \(name)()", at: p)
-        case .literal(_, let p):
+        case .membership(let subject, let members, _):
+            return .in(try expression(subject), members.map(FilterParser.memberValue))
+        case .literal(_, let p), .dateOnly(_, let p):
             throw fail("a value is not a condition", at: p)
+        }
+    }
+
+    /// The value of an `in` list member (a day is its midnight: ``QueryPredicate/in(_:_:)`` holds values).
+    static func memberValue(_ node: FilterNode) -> Value {
+        switch node {
+        case .literal(let v, _): return v
+        case .dateOnly(let d, _): return .date(d)
+        default: return .null
         }
     }
 
     /// The functions that give a value and have their own ``QueryExpression`` case.
     static let valueFunctions: Set<String> = ["tolower", "toupper", "length"]
     /// The functions that give a condition.
-    static let testFunctions: Set<String> = ["startswith", "endswith", "substringof"]
+    static let testFunctions: Set<String> = ["startswith", "endswith", "substringof", "contains"]
 
     func unwrapped(_ node: FilterNode) -> FilterNode {
         if case .paren(let inner) = node { return unwrapped(inner) }
         return node
     }
 
-    /// The string test of a call to `startswith`, `endswith` or `substringof`; `nil` for any other node.
+    /// The string test of a call to `startswith`, `endswith`, `substringof` or `contains`; `nil` for any other node.
     func booleanTest(_ node: FilterNode) throws -> QueryPredicate? {
         guard case .call(let name, let args, let p) = unwrapped(node), FilterParser.testFunctions.contains(name) else { return nil }
         guard args.count == 2 else { throw fail("\(name) takes 2 arguments, not \(args.count)", at: p) }
         switch name {
         case "startswith": return .string(.startsWith, try expression(args[0]), try expression(args[1]), caseInsensitive: false)
         case "endswith": return .string(.endsWith, try expression(args[0]), try expression(args[1]), caseInsensitive: false)
+        case "contains": return .string(.contains, try expression(args[0]), try expression(args[1]), caseInsensitive: false)
         default: return .string(.contains, try expression(args[1]), try expression(args[0]), caseInsensitive: false)
         }
     }
 
+    static let arithmeticOperators: [String: QueryExpression.ArithmeticOperator] = [
+        "add": .add, "sub": .subtract, "mul": .multiply, "div": .divide, "mod": .modulo,
+    ]
+
+    /// The expression of a node. It recurses once per level of parentheses and calls (bounded by
+    /// ``maximumNesting``), so its frame is kept small: the rare cases (calls, errors) are functions of
+    /// their own, and a chain of arithmetic is converted in a loop (``arithmetic(_:)``).
     func expression(_ node: FilterNode) throws -> QueryExpression {
         switch node {
         case .paren(let inner): return try expression(inner)
         case .literal(let v, _): return .literal(v)
+        case .dateOnly(let d, _): return .dateOnly(d)
         case .identifier(let name, let p):
-            guard Identifier.isValid(name) else { throw fail("'\(name)' is not a field name", at: p) }
+            guard Identifier.isValid(name) else { throw notAValue(node, at: p) }
             return .field(name)
-        case .binary(let op, let l, let r, let p):
-            let ops: [String: QueryExpression.ArithmeticOperator] = [
-                "add": .add, "sub": .subtract, "mul": .multiply, "div": .divide, "mod": .modulo,
-            ]
-            guard let a = ops[op] else { throw fail("a condition ('\(op)') is not a value", at: p) }
-            return .arithmetic(a, try expression(l), try expression(r))
+        case .binary:
+            return try arithmetic(node)
         case .call(let name, let args, let p):
-            if let f = QueryFunction(rawValue: name) {
-                let counts = f.argumentCounts
-                guard counts.contains(args.count) else {
-                    let wanted = counts.count == 1 ? "\(counts.lowerBound)" : "\(counts.lowerBound) or \(counts.upperBound)"
-                    throw fail("\(name) takes \(wanted) argument\(counts.upperBound == 1 ? "" : "s"), not \(args.count)", at: p)
-                }
-                return .function(f, try args.map { try expression($0) })
+            return try callExpression(name, args, at: p)
+        case .membership(_, _, let p):
+            throw notAValue(node, at: p)
+        case .not, .chain:
+            throw notAValue(node, at: nil)
+        }
+    }
+
+    /// A chain of arithmetic operators, `a add b sub c …`: the parser builds it left-deep (one level per
+    /// operator, up to ``maximumArithmeticOperators``), so its left spine is walked in a loop and only
+    /// the right operands recurse.
+    @inline(never)
+    func arithmetic(_ node: FilterNode) throws -> QueryExpression {
+        var rights: [(QueryExpression.ArithmeticOperator, FilterNode)] = []
+        var current = node
+        while true {
+            if case .paren(let inner) = current {
+                current = inner
+            } else if case .binary(let op, let l, let r, let p) = current {
+                guard let a = FilterParser.arithmeticOperators[op] else { throw notAValue(current, at: p) }
+                rights.append((a, r))
+                current = l
+            } else {
+                break
             }
-            if FilterParser.valueFunctions.contains(name) {
-                guard args.count == 1 else { throw fail("\(name) takes 1 argument, not \(args.count)", at: p) }
-                switch name {
-                case "tolower": return .toLower(try expression(args[0]))
-                case "toupper": return .toUpper(try expression(args[0]))
-                default: return .length(try expression(args[0]))
-                }
+        }
+        var result = try expression(current)
+        for (a, r) in rights.reversed() { result = .arithmetic(a, result, try expression(r)) }
+        return result
+    }
+
+    @inline(never)
+    func callExpression(_ name: String, _ args: [FilterNode], at p: Int) throws -> QueryExpression {
+        if let f = QueryFunction(rawValue: name) {
+            let counts = f.argumentCounts
+            guard counts.contains(args.count) else {
+                let wanted = counts.count == 1 ? "\(counts.lowerBound)" : "\(counts.lowerBound) or \(counts.upperBound)"
+                throw fail("\(name) takes \(wanted) argument\(counts.upperBound == 1 ? "" : "s"), not \(args.count)", at: p)
             }
-            if FilterParser.testFunctions.contains(name) { throw fail("\(name)() is a condition, not a value", at: p) }
-            throw fail("unknown function \(name)()", at: p)
-        case .not:
-            throw fail("a condition (not) is not a value")
-        case .chain(let op, _):
-            throw fail("a condition ('\(op)') is not a value")
+            return .function(f, try args.map { try expression($0) })
+        }
+        if FilterParser.valueFunctions.contains(name) {
+            guard args.count == 1 else { throw fail("\(name) takes 1 argument, not \(args.count)", at: p) }
+            switch name {
+            case "tolower": return .toLower(try expression(args[0]))
+            case "toupper": return .toUpper(try expression(args[0]))
+            default: return .length(try expression(args[0]))
+            }
+        }
+        if FilterParser.testFunctions.contains(name) { throw fail("\(name)() is a condition, not a value", at: p) }
+        throw fail("unknown function \(name)()", at: p)
+    }
+
+    /// The error of a node that is no value where one is needed.
+    @inline(never)
+    func notAValue(_ node: FilterNode, at p: Int?) -> LocalStoreError {
+        switch node {
+        case .identifier(let name, _): return fail("'\(name)' is not a field name", at: p)
+        case .binary(let op, _, _, _): return fail("a condition ('\(op)') is not a value", at: p)
+        case .membership: return fail("a condition (in) is not a value", at: p)
+        case .not: return fail("a condition (not) is not a value", at: p)
+        case .chain(let op, _): return fail("a condition ('\(op)') is not a value", at: p)
+        default: return fail("not a value", at: p)
         }
     }
 }

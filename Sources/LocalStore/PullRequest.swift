@@ -11,7 +11,12 @@ import Foundation
 /// // $filter=updatedAt%20ge%20datetimeoffset'2023-11-14T22:13:20.000Z'&$orderby=updatedAt%20asc&$skip=0&$top=50&__includeDeleted=true&tenant=7
 /// ```
 ///
-/// ``parse(_:table:)`` reads such a string back, so render → parse → render gives the same text.
+/// ``dialect`` picks the OData version of the options (``ODataDialect``): the default ``ODataDialect/v3``
+/// for Azure Mobile Apps 2.0.0 services; with ``ODataDialect/v4`` (Datasync Community Toolkit 3.0.0) the
+/// same page is `$filter=updatedAt%20ge%20cast(2023-11-14T22:13:20.000Z,Edm.DateTimeOffset)&…`, and a
+/// total count is asked with `$count=true`. The rest of the string is the same in both.
+///
+/// ``parse(_:table:dialect:)`` reads such a string back, so render → parse → render gives the same text.
 public struct PullRequest: Sendable, Hashable {
     /// One user parameter, sent as `name=value` without any encoding.
     public struct Parameter: Sendable, Hashable {
@@ -32,12 +37,21 @@ public struct PullRequest: Sendable, Hashable {
     public var includeDeleted: Bool
     /// The user's parameters, in order.
     public var parameters: [Parameter]
+    /// The OData version the query's options are written in.
+    public var dialect: ODataDialect
 
     /// Creates a request.
-    public init(query: Query, includeDeleted: Bool = true, parameters: [Parameter] = []) {
+    ///
+    /// - Parameters:
+    ///   - query: The query of the page.
+    ///   - includeDeleted: Whether `__includeDeleted=true` is sent.
+    ///   - parameters: The user's parameters, sent verbatim after the options.
+    ///   - dialect: The OData version of the options.
+    public init(query: Query, includeDeleted: Bool = true, parameters: [Parameter] = [], dialect: ODataDialect = .v3) {
         self.query = query
         self.includeDeleted = includeDeleted
         self.parameters = parameters
+        self.dialect = dialect
     }
 
     /// The SDK's incremental pull query: `query`'s predicate AND `updatedAt ge <token>` (the epoch when
@@ -57,8 +71,8 @@ public struct PullRequest: Sendable, Hashable {
         for p in parameters { try Self.validate(p) }
         var q = query
         q.skip = 0
-        var params = try OData.parameters(for: q)
-        let at = params.firstIndex { ["$top", "$select", "$inlinecount"].contains($0.name) } ?? params.count
+        var params = try OData.parameters(for: q, dialect: dialect)
+        let at = params.firstIndex { ["$top", "$select", "$inlinecount", "$count"].contains($0.name) } ?? params.count
         params.insert(("$skip", String(query.skip)), at: at)
         var parts = params.map { "\($0.name)=\(OData.percentEncode($0.value))" }
         if includeDeleted { parts.append("__includeDeleted=true") }
@@ -66,9 +80,16 @@ public struct PullRequest: Sendable, Hashable {
         return parts.joined(separator: "&")
     }
 
-    /// Reads a query string back: `$` options as ``OData/parseQuery(_:table:)``, `__includeDeleted`,
-    /// and every other `name=value` as a user parameter, verbatim and in order.
-    public static func parse(_ queryString: String, table: String) throws -> PullRequest {
+    /// Reads a query string back: `$` options as ``OData/parseQuery(_:table:dialect:)`` reads them in
+    /// `dialect`, `__includeDeleted` (in any case: the toolkit's client writes `__includedeleted`), and
+    /// every other `name=value` as a user parameter, verbatim and in order. The request has `dialect`, so
+    /// it renders back in the same version.
+    ///
+    /// - Parameters:
+    ///   - queryString: The query string, without the `?`.
+    ///   - table: The table the query reads.
+    ///   - dialect: The OData version the options are written in.
+    public static func parse(_ queryString: String, table: String, dialect: ODataDialect = .v3) throws -> PullRequest {
         var options: [String] = []
         var includeDeleted = false
         var parameters: [Parameter] = []
@@ -79,7 +100,7 @@ public struct PullRequest: Sendable, Hashable {
             let value = pieces.count > 1 ? String(String.UnicodeScalarView(pieces[1])) : ""
             if name.hasPrefix("$") {
                 options.append(String(String.UnicodeScalarView(part)))
-            } else if name == "__includeDeleted" {
+            } else if ASCII.lowercased(name) == "__includedeleted" {
                 guard value == "true" || value == "false" else {
                     throw LocalStoreError(.invalidQuery, "__includeDeleted must be true or false, not '\(value)'")
                 }
@@ -90,8 +111,8 @@ public struct PullRequest: Sendable, Hashable {
                 parameters.append(p)
             }
         }
-        let query = try OData.parseQuery(options.joined(separator: "&"), table: table)
-        return PullRequest(query: query, includeDeleted: includeDeleted, parameters: parameters)
+        let query = try OData.parseQuery(options.joined(separator: "&"), table: table, dialect: dialect)
+        return PullRequest(query: query, includeDeleted: includeDeleted, parameters: parameters, dialect: dialect)
     }
 
     static func validate(_ p: Parameter) throws {

@@ -102,15 +102,25 @@ public indirect enum QueryExpression: Sendable, Hashable {
     case literal(Value)
     /// Arithmetic on two numeric expressions.
     case arithmetic(ArithmeticOperator, QueryExpression, QueryExpression)
-    /// ASCII lower-casing of a string expression (SQLite's `lower()`).
+    /// ASCII lower-casing of a string expression (SQLite's `lower()`); a number or boolean is read as
+    /// text first (as ``QueryFunction/concat`` reads it).
     case toLower(QueryExpression)
-    /// ASCII upper-casing of a string expression (SQLite's `upper()`).
+    /// ASCII upper-casing of a string expression (SQLite's `upper()`); a number or boolean is read as
+    /// text first.
     case toUpper(QueryExpression)
-    /// The number of Unicode scalars of a string expression.
+    /// The number of Unicode scalars of a string expression; a number or boolean is read as text first.
     case length(QueryExpression)
     /// One of the OData v3 functions applied to its arguments (see ``QueryFunction`` for each one's
     /// arguments, result and rules). Any null argument gives null.
     case function(QueryFunction, [QueryExpression])
+    /// A calendar day: OData v4's `Edm.Date` literal (`cast(1994-10-14,Edm.Date)`, or bare `1994-10-14`).
+    ///
+    /// The date must be a midnight UTC (a whole number of days from 1970) in the years 0000 to 9999
+    /// (`invalidQuery` otherwise). It is compared and evaluated exactly as `.literal(.date(date))`; it is a
+    /// case of its own so that OData renders it as a day: `cast(1994-10-14,Edm.Date)` in
+    /// ``ODataDialect/v4`` (what a v4 server compares with an `Edm.Date` property),
+    /// `datetimeoffset'1994-10-14T00:00:00.000Z'` in ``ODataDialect/v3``, which has no day type.
+    case dateOnly(Date)
 
     /// Arithmetic operators. Integer operands give integer results (division truncates, overflow
     /// falls back to double as in SQLite); division or modulo by zero gives null.
@@ -138,7 +148,11 @@ public enum QueryFunction: String, Sendable, Hashable, CaseIterable {
     /// `indexof(s, part)`: the 0-based position (in Unicode scalars) of the first occurrence of `part` in
     /// `s`, `-1` when absent, `0` for the empty `part`. Integer.
     case indexOf = "indexof"
-    /// `concat(a, b)`: the two strings joined.
+    /// `concat(a, b)`: the two strings joined. Like every string argument of these functions (and of
+    /// `tolower`, `toupper`, `length` and the string tests), `a` and `b` may also be numbers or booleans,
+    /// read as the text .NET's `ToString(CultureInfo.InvariantCulture)` gives them (the services' servers
+    /// convert them): integers in decimal (`-12`), doubles in the shortest form that reads back
+    /// (`1.5`, `0.1`, `-0`, `1E+15`, `1E-05`, `Infinity`), booleans `True` and `False`.
     case concat
     /// `replace(s, find, with)`: every non-overlapping occurrence of `find`, left to right, replaced;
     /// an empty `find` leaves `s` as it is.

@@ -206,13 +206,13 @@ public indirect enum ResolvedExpression: Sendable, Hashable {
         case .column(let n, _, _): return row[n]
         case .literal(let v, _): return v
         case .toLower(let e):
-            if case .string(let s) = e.evaluate(row) { return .string(ASCII.lowercased(s)) }
+            if let s = QueryFunctions.text(e.evaluate(row)) { return .string(ASCII.lowercased(s)) }
             return .null
         case .toUpper(let e):
-            if case .string(let s) = e.evaluate(row) { return .string(ASCII.uppercased(s)) }
+            if let s = QueryFunctions.text(e.evaluate(row)) { return .string(ASCII.uppercased(s)) }
             return .null
         case .length(let e):
-            if case .string(let s) = e.evaluate(row) { return .int(Int64(s.unicodeScalars.count)) }
+            if let s = QueryFunctions.text(e.evaluate(row)) { return .int(Int64(s.unicodeScalars.count)) }
             return .null
         case .arithmetic(let op, let l, let r, _):
             return Arithmetic.apply(op, l.evaluate(row), r.evaluate(row))
@@ -272,7 +272,7 @@ public indirect enum ResolvedPredicate: Sendable, Hashable {
             for v in values where Collation.compare(a, v, noCase: noCase) == 0 { return true }
             return false
         case .string(let op, let l, let r, let noCase):
-            guard case .string(var s) = l.evaluate(row), case .string(var p) = r.evaluate(row) else { return false }
+            guard var s = QueryFunctions.text(l.evaluate(row)), var p = QueryFunctions.text(r.evaluate(row)) else { return false }
             if noCase {
                 s = ASCII.lowercased(s)
                 p = ASCII.lowercased(p)
@@ -459,8 +459,8 @@ struct Resolver {
             let rs = try resolveNullable(s, depth: depth + 1)
             let rp = try resolveNullable(pattern, depth: depth + 1)
             guard let a = rs, let b = rp else { return .constant(false) }
-            guard a.type == .string, b.type == .string else {
-                throw fail("\(op.rawValue) needs strings, not \(a.type) and \(b.type)")
+            guard a.type.isTextual, b.type.isTextual else {
+                throw fail("\(op.rawValue) needs strings (or numbers or booleans, read as text), not \(describe(a)) and \(describe(b))")
             }
             return .string(op, a, b, noCase: ci || a.isStringIdColumn)
         }
@@ -513,6 +513,11 @@ struct Resolver {
             return .column(n, schema.columns[n].type, isStringId: isStringId(n))
         case .literal(let v):
             return try literal(v)
+        case .dateOnly(let d):
+            guard ODataDates.isDay(d) else {
+                throw fail("the day \(d.timeIntervalSinceReferenceDate) seconds from 2001-01-01 is not a midnight UTC of the years 0000 to 9999")
+            }
+            return .literal(.date(d), .date)
         case .arithmetic(let op, let l, let r):
             let a = try resolveExpression(l, depth: depth + 1)
             let b = try resolveExpression(r, depth: depth + 1)
@@ -523,7 +528,7 @@ struct Resolver {
             return .arithmetic(op, a, b, t)
         case .toLower(let inner), .toUpper(let inner), .length(let inner):
             let a = try resolveExpression(inner, depth: depth + 1)
-            guard a.type == .string else { throw fail("string function applied to \(describe(a))") }
+            guard a.type.isTextual else { throw fail("string function applied to \(describe(a))") }
             switch e {
             case .toLower: return .toLower(a)
             case .toUpper: return .toUpper(a)
@@ -548,10 +553,10 @@ struct Resolver {
             let type: ColumnType
             switch f {
             case .indexOf, .concat, .replace, .trim:
-                for n in resolved.indices { try need(n, resolved[n].type == .string, "a string") }
+                for n in resolved.indices { try need(n, resolved[n].type.isTextual, "a string (or a number or boolean)") }
                 type = f == .indexOf ? .integer : .string
             case .substring:
-                try need(0, resolved[0].type == .string, "a string")
+                try need(0, resolved[0].type.isTextual, "a string (or a number or boolean)")
                 for n in resolved.indices.dropFirst() { try need(n, resolved[n].type == .integer, "an integer") }
                 type = .string
             case .year, .month, .day, .hour, .minute, .second:
@@ -573,7 +578,7 @@ package enum QueryFunctions {
     package static func apply(_ f: QueryFunction, _ a: Value) -> Value {
         switch f {
         case .trim:
-            guard case .string(let s) = a else { return .null }
+            guard let s = text(a) else { return .null }
             return .string(trim(s))
         case .year, .month, .day, .hour, .minute, .second:
             guard case .date(let d) = a else { return .null }
@@ -600,13 +605,13 @@ package enum QueryFunctions {
     package static func apply(_ f: QueryFunction, _ a: Value, _ b: Value) -> Value {
         switch f {
         case .indexOf:
-            guard case .string(let s) = a, case .string(let p) = b else { return .null }
+            guard let s = text(a), let p = text(b) else { return .null }
             return .int(indexOf(p, in: s))
         case .concat:
-            guard case .string(let s) = a, case .string(let t) = b else { return .null }
+            guard let s = text(a), let t = text(b) else { return .null }
             return .string(s + t)
         case .substring:
-            guard case .string(let s) = a, let start = integer(b) else { return .null }
+            guard let s = text(a), let start = integer(b) else { return .null }
             return .string(substring(s, start: start, length: nil))
         default:
             return apply(f, [a, b])
@@ -620,17 +625,28 @@ package enum QueryFunctions {
         if args.count == 2, f != .replace, f.argumentCounts.lowerBound == 2 { return apply(f, args[0], args[1]) }
         switch f {
         case .replace:
-            guard case .string(let s) = args[0], case .string(let find) = args[1], case .string(let with) = args[2] else {
-                return .null
-            }
+            guard let s = text(args[0]), let find = text(args[1]), let with = text(args[2]) else { return .null }
             return .string(replace(s, find, with))
         case .substring:
-            guard case .string(let s) = args[0], let start = integer(args[1]) else { return .null }
+            guard let s = text(args[0]), let start = integer(args[1]) else { return .null }
             if args.count == 2 { return .string(substring(s, start: start, length: nil)) }
             guard let length = integer(args[2]) else { return .null }
             return .string(substring(s, start: start, length: length))
         default:
             return .null
+        }
+    }
+
+    /// The text a string function reads from a value: a string as it is; an integer in decimal; a
+    /// double as .NET's `Double.ToString(CultureInfo.InvariantCulture)` writes it (`DotNetText`); a
+    /// boolean `True` or `False`. `nil` for null and every other kind.
+    package static func text(_ v: Value) -> String? {
+        switch v {
+        case .string(let s): return s
+        case .int(let i): return String(i)
+        case .double(let d): return DotNetText.double(d)
+        case .bool(let b): return b ? "True" : "False"
+        default: return nil
         }
     }
 

@@ -32,6 +32,10 @@ public enum ColumnType: String, Sendable, Hashable, CaseIterable, Codable {
 
     /// Whether values of this type are numbers (`integer` or `double`).
     public var isNumeric: Bool { self == .integer || self == .double }
+
+    /// Whether the string functions read values of this type as text: strings, and numbers and
+    /// booleans converted (`QueryFunctions.text`).
+    package var isTextual: Bool { self == .string || self == .integer || self == .double || self == .boolean }
 }
 
 /// One column of a ``TableSchema``.

@@ -97,6 +97,8 @@ extension ConformanceSuite {
         ConformanceCheck(name: "deleteMatchingHonoursQuery", deleteMatchingHonoursQuery),
         ConformanceCheck(name: "odataFunctionExamples", odataFunctionExamples),
         ConformanceCheck(name: "queryFunctionsOnRandomRows", queryFunctionsOnRandomRows),
+        ConformanceCheck(name: "odataV4Queries", odataV4Queries),
+        ConformanceCheck(name: "stringFunctionsReadNumbersAsText", stringFunctionsReadNumbersAsText),
         ConformanceCheck(name: "pagingStableAscending", pagingStableAscending),
         ConformanceCheck(name: "pagingStableDescending", pagingStableDescending),
         ConformanceCheck(name: "pagingStableMultiKey", pagingStableMultiKey),

@@ -278,6 +278,16 @@ private func makePredicateCases() -> [PredicateCase] {
         C("trim keeps an untrimmed string", name.trimmed == name), C("trim spaces", lit(" ").concat(name).concat("  ").trimmed == name),
         C("trim of spaces", QueryExpression.literal(.string("  ")).concat(tag).trimmed == "x"),
         C("trim only spaces, not NUL", name.trimmed.length == 8),
+        // Numbers and booleans read as text by the string functions (integers in decimal, doubles as
+        // .NET's invariant ToString, booleans True/False).
+        C("startsWith on an int column (its text)", n.starts(with: "3")), C("contains with an int pattern", name.contains(3)),
+        C("toLower of an int", n.lowercased == "3"), C("indexof of an int", n.indexOf("3") == 0),
+        C("concat of a string and an int", name.concat(n).length > 3), C("substring of an int", n.substring(from: 1) == "7"),
+        C("trim of a boolean", flag.trimmed == "True"), C("concat of a double", d.concat("").contains("E")),
+        C("length of a double's text", d.length == 3), C("endsWith of overflowing int arithmetic", (n * 2).ends(with: "E+19")),
+        C("toUpper of a boolean, [c]", flag.uppercased.equalsIgnoringCase("false")), C("concat of an infinity", (d * d).concat("") == "Infinity"),
+        C("string test on a double, [c]", .string(.contains, d, lit("e"), caseInsensitive: true)),
+        C("concat of two numbers", n.concat(d).starts(with: "3")),
         // OData date parts (UTC; before 1970 by floor division).
         C("year == 2020", at.year == 2020), C("year == 1960", at.year == 1960), C("year < 1970", at.year < 1970),
         C("month == 9", at.month == 9), C("month == 6", at.month == 6), C("day == 13", at.day == 13), C("day == 14", at.day == 14),

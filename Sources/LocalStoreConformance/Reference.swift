@@ -100,14 +100,15 @@ enum Reference {
         switch e {
         case .field(let name): return row[try table.column(name).name] ?? .null
         case .literal(let v): return v
+        case .dateOnly(let d): return .date(d)
         case .toLower(let inner):
-            if case .string(let s) = try evaluate(inner, row, table) { return .string(lowerASCII(s)) }
+            if let s = text(try evaluate(inner, row, table)) { return .string(lowerASCII(s)) }
             return .null
         case .toUpper(let inner):
-            if case .string(let s) = try evaluate(inner, row, table) { return .string(upperASCII(s)) }
+            if let s = text(try evaluate(inner, row, table)) { return .string(upperASCII(s)) }
             return .null
         case .length(let inner):
-            if case .string(let s) = try evaluate(inner, row, table) { return .int(Int64(s.unicodeScalars.count)) }
+            if let s = text(try evaluate(inner, row, table)) { return .int(Int64(s.unicodeScalars.count)) }
             return .null
         case .arithmetic(let op, let l, let r):
             return arithmetic(op, try evaluate(l, row, table), try evaluate(r, row, table))
@@ -116,12 +117,52 @@ enum Reference {
         }
     }
 
+    // MARK: Text of numbers and booleans
+
+    /// What the string functions read from a value: a string; an integer in decimal; a boolean `True` or
+    /// `False`; a double as .NET's invariant `ToString()` writes it (``dotNet(_:)``). `nil` otherwise.
+    static func text(_ v: Value) -> String? {
+        switch v {
+        case .string(let s): return s
+        case .int(let i): return "\(i)"
+        case .bool(let b): return b ? "True" : "False"
+        case .double(let d): return dotNet(d)
+        default: return nil
+        }
+    }
+
+    /// .NET Core's `Double.ToString(CultureInfo.InvariantCulture)`, derived on its own: the fewest
+    /// significant digits `%.*e` needs to read back as the same double, written positionally when the
+    /// decimal exponent `e` is in -4 ..< max(15, digits), else as `d.dddE±XX`.
+    static func dotNet(_ d: Double) -> String {
+        if d.isNaN { return "NaN" }
+        if d.isInfinite { return d < 0 ? "-Infinity" : "Infinity" }
+        let sign = d.sign == .minus ? "-" : ""
+        if d == 0 { return sign + "0" }
+        for precision in 1...17 {
+            let s = String(format: "%.\(precision - 1)e", d.magnitude)
+            guard Double(s) == d.magnitude else { continue }
+            let parts = s.split(separator: "e")
+            var digits = Array(parts[0].filter { $0 != "." })
+            while digits.count > 1 && digits.last == "0" { digits.removeLast() }
+            guard let e = Int(parts[1]) else { break }
+            if e >= -4 && e < Swift.max(15, digits.count) {
+                if e < 0 { return sign + "0." + String(repeating: "0", count: -e - 1) + String(digits) }
+                if digits.count <= e + 1 { return sign + String(digits) + String(repeating: "0", count: e + 1 - digits.count) }
+                return sign + String(digits[0...e]) + "." + String(digits[(e + 1)...])
+            }
+            let fraction = digits.count > 1 ? "." + String(digits[1...]) : ""
+            return sign + String(digits[0]) + fraction + "E" + (e < 0 ? "-" : "+") + (abs(e) < 10 ? "0" : "") + "\(abs(e))"
+        }
+        return "suite bug: no digits for \(d)"
+    }
+
     // MARK: OData functions (an implementation of their own, over arrays of Unicode scalars)
 
     static func function(_ f: QueryFunction, _ args: [Value]) -> Value {
         if args.contains(where: \.isNull) { return .null }
         func text(_ n: Int) -> [Unicode.Scalar] {
-            if case .string(let s) = args[n] { return Array(s.unicodeScalars) }
+            if let s = Reference.text(args[n]) { return Array(s.unicodeScalars) }
             return []
         }
         func string(_ scalars: [Unicode.Scalar]) -> Value {
@@ -143,7 +184,7 @@ enum Reference {
             let s = text(0)
             let find = text(1)
             let with = text(2)
-            if find.isEmpty { return args[0] }
+            if find.isEmpty { return string(s) }
             var out: [Unicode.Scalar] = []
             var i = 0
             while i < s.count {
@@ -355,7 +396,7 @@ enum Reference {
             let hi = compare(a, high, noCase: noCase)
             return lo != 2 && hi != 2 && lo <= 0 && hi <= 0
         case .string(let op, let subject, let pattern, let caseInsensitive):
-            guard case .string(var s) = try evaluate(subject, row, table), case .string(var t) = try evaluate(pattern, row, table) else {
+            guard var s = text(try evaluate(subject, row, table)), var t = text(try evaluate(pattern, row, table)) else {
                 return false
             }
             if caseInsensitive || table.isStringId(subject) {

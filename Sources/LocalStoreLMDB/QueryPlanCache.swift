@@ -89,6 +89,7 @@ struct QueryPlanCache {
         switch e {
         case .field(let name): return isASCII(name)
         case .literal(let v): return isCacheable(v)
+        case .dateOnly(let d): return isCacheable(.date(d))
         case .arithmetic(_, let l, let r): return isCacheable(l) && isCacheable(r)
         case .toLower(let e), .toUpper(let e), .length(let e): return isCacheable(e)
         case .function(_, let args): return args.allSatisfy(isCacheable)

@@ -5,8 +5,10 @@ import LocalStore
 /// chains, deep nesting, long arithmetic chains and long literals, parsed by every entry point.
 public enum ODataStress {
     /// The shapes: `or-chain` and `and-chain` (`n` comparisons), `nesting` (`n` parentheses),
-    /// `not-nesting` (`n` nots), `arithmetic` (`n` additions), `literal` (a string of `n` bytes).
-    public static let shapes = ["or-chain", "and-chain", "nesting", "not-nesting", "arithmetic", "literal"]
+    /// `not-nesting` (`n` nots), `arithmetic` (`n` additions), `literal` (a string of `n` bytes),
+    /// `in-list` (an OData v4 `in` list of `n` values), `cast-chain` (`n` v4 `cast(…,Edm.Date)`
+    /// comparisons joined by `or`).
+    public static let shapes = ["or-chain", "and-chain", "nesting", "not-nesting", "arithmetic", "literal", "in-list", "cast-chain"]
 
     /// The `$filter` text of `shape` with size `n`.
     public static func filter(_ shape: String, _ n: Int) -> String {
@@ -21,6 +23,8 @@ public enum ODataStress {
         case "nesting": return String(repeating: "(", count: n) + "id eq 'a'" + String(repeating: ")", count: n)
         case "not-nesting": return String(repeating: "not ", count: n) + "done"
         case "arithmetic": return "n" + String(repeating: " add 1", count: n) + " eq 1"
+        case "in-list": return "n in (" + Array(repeating: "1", count: max(1, n)).joined(separator: ",") + ")"
+        case "cast-chain": return Array(repeating: "d eq cast(1994-10-14,Edm.Date)", count: max(1, n)).joined(separator: " or ")
         default: return "id eq '" + String(repeating: "x", count: n) + "'"
         }
     }

@@ -301,6 +301,7 @@ extension Query {
             switch e {
             case .field(let name): return ascii(name)
             case .literal(let v): return value(v)
+            case .dateOnly(let d): return value(.date(d))
             case .arithmetic(_, let l, let r): return expression(l) && expression(r)
             case .toLower(let x), .toUpper(let x), .length(let x): return expression(x)
             case .function(_, let arguments): return arguments.allSatisfy(expression)

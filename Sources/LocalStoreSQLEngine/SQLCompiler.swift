@@ -170,7 +170,7 @@ struct SQLCompiler {
             case .endsWith: name = "localstore_ends"
             case .contains: name = "localstore_contains"
             }
-            return "\(raw: name)(\(try expression(s)), \(try expression(pattern)), \(raw: noCase ? "1" : "0"))"
+            return "\(raw: name)(\(try text(s)), \(try text(pattern)), \(raw: noCase ? "1" : "0"))"
         }
     }
 
@@ -300,6 +300,23 @@ struct SQLCompiler {
         return "(CASE WHEN typeof(\(x)) = 'integer' THEN \(x) ELSE \(double) END)"
     }
 
+    /// SQL for a string argument (of a string function or test): a string expression as it is; a
+    /// boolean (stored as 0 or 1) as `'True'` or `'False'`; a number through `localstore_text`, the core's
+    /// text of an integer or double (SQLite's own `CAST(x AS TEXT)` writes doubles with 15 digits, and
+    /// differently across versions). Null stays null.
+    func text(_ e: ResolvedExpression) throws -> Fragment {
+        let x = try expression(e)
+        switch e.type {
+        case .string:
+            return x
+        case .boolean:
+            return "(CASE \(x) WHEN 1 THEN 'True' WHEN 0 THEN 'False' END)"
+        default:
+            guard hasFunctions else { throw NeedsFallback() }
+            return "localstore_text(\(x))"
+        }
+    }
+
     /// SQL for a value expression, self-delimited (a name, a parameter, a call or parenthesized).
     func expression(_ e: ResolvedExpression) throws -> Fragment {
         switch e {
@@ -309,13 +326,13 @@ struct SQLCompiler {
             return .parameter(v)
         case .toLower(let inner):
             guard hasFunctions else { throw NeedsFallback() }
-            return "localstore_lower(\(try expression(inner)))"
+            return "localstore_lower(\(try text(inner)))"
         case .toUpper(let inner):
             guard hasFunctions else { throw NeedsFallback() }
-            return "localstore_upper(\(try expression(inner)))"
+            return "localstore_upper(\(try text(inner)))"
         case .length(let inner):
             guard hasFunctions else { throw NeedsFallback() }
-            return "localstore_length(\(try expression(inner)))"
+            return "localstore_length(\(try text(inner)))"
         case .function(let f, let args, _):
             switch f {
             case .round, .floor, .ceiling:
@@ -328,7 +345,8 @@ struct SQLCompiler {
                 // SQLite's instr/substr/replace/trim stop at a NUL byte and differ in their edge cases:
                 // the registered function runs the core's implementation.
                 guard hasFunctions else { throw NeedsFallback() }
-                let list = try args.map { try expression($0) }
+                // The string arguments (all but substring's positions) are read as text.
+                let list = try args.enumerated().map { n, arg in f == .substring && n > 0 ? try expression(arg) : try text(arg) }
                 return "localstore_call('\(raw: f.rawValue)', \(Fragment.joined(list, separator: ", ")))"
             }
         case .arithmetic(let op, let l, let r, _):

@@ -12,6 +12,8 @@ import Synchronization
 ///   the arguments: text as strings, integers as integers, a REAL truncated to an integer (saturating,
 ///   as SQLite's own conversion; the compiler passes REALs only where an integer is expected). Date parts
 ///   take the date's whole seconds since 2001 as an integer. Null in, null out.
+/// - `localstore_text(x)`: the text the string functions read from a number (`QueryFunctions.text`): an
+///   integer in decimal, a REAL as .NET writes it (`DotNetText`); text stays text, null and blobs give null.
 ///
 /// A C callback cannot capture anything, and the only way back to its context goes through
 /// `sqlite3_user_data` of the very library that called it: with two libraries in one process (SQLite and
@@ -23,7 +25,7 @@ enum SQLFunctions {
     static let slotCount = 4
 
     enum Op: Int {
-        case length = 1, lower, upper, starts, ends, contains, call
+        case length = 1, lower, upper, starts, ends, contains, call, text
 
         var name: String {
             switch self {
@@ -34,12 +36,13 @@ enum SQLFunctions {
             case .ends: return "localstore_ends"
             case .contains: return "localstore_contains"
             case .call: return "localstore_call"
+            case .text: return "localstore_text"
             }
         }
 
         var argumentCount: Int32 {
             switch self {
-            case .length, .lower, .upper: return 1
+            case .length, .lower, .upper, .text: return 1
             case .starts, .ends, .contains: return 3
             case .call: return -1
             }
@@ -79,7 +82,7 @@ enum SQLFunctions {
     static func register(on db: OpaquePointer, api: SQLiteAPI) -> Bool {
         guard let n = slot(for: api) else { return false }
         let callback = callbacks[n]
-        for op in [Op.length, .lower, .upper, .starts, .ends, .contains, .call] {
+        for op in [Op.length, .lower, .upper, .starts, .ends, .contains, .call, .text] {
             let rc = api.create_function_v2(
                 db, op.name, op.argumentCount, SQLite.UTF8 | SQLite.DETERMINISTIC,
                 UnsafeMutableRawPointer(bitPattern: op.rawValue), callback, nil, nil, nil)
@@ -121,6 +124,18 @@ enum SQLFunctions {
             api.result_int64(ctx, test(op, s, p, noCase: noCase) ? 1 : 0)
         case .call:
             callFunction(api, ctx, Int(argc), argv)
+        case .text:
+            let v = argv[0]
+            let text: String
+            switch api.value_type(v) {
+            case SQLite.INTEGER: text = String(api.value_int64(v))
+            case SQLite.FLOAT: text = DotNetText.double(api.value_double(v))
+            case SQLite.TEXT:
+                guard let s = bytes(api, v) else { return api.result_null(ctx) }
+                text = String(decoding: s, as: UTF8.self)
+            default: return api.result_null(ctx)
+            }
+            resultText(api, ctx, text)
         }
     }
 
@@ -151,16 +166,20 @@ enum SQLFunctions {
         }
         switch result {
         case .int(let i): api.result_int64(ctx, i)
-        case .string(let s):
-            var out = Array(s.utf8)
-            let count = out.count
-            out.append(0)  // a valid pointer even when empty
-            out.withUnsafeBufferPointer { buf in
-                buf.withMemoryRebound(to: CChar.self) { chars in
-                    api.result_text(ctx, chars.baseAddress, Int32(count), SQLite.TRANSIENT)
-                }
-            }
+        case .string(let s): resultText(api, ctx, s)
         default: api.result_null(ctx)
+        }
+    }
+
+    /// Returns `s` as the function's TEXT result.
+    private static func resultText(_ api: SQLiteAPI, _ ctx: OpaquePointer?, _ s: String) {
+        var out = Array(s.utf8)
+        let count = out.count
+        out.append(0)  // a valid pointer even when empty
+        out.withUnsafeBufferPointer { buf in
+            buf.withMemoryRebound(to: CChar.self) { chars in
+                api.result_text(ctx, chars.baseAddress, Int32(count), SQLite.TRANSIENT)
+            }
         }
     }
 

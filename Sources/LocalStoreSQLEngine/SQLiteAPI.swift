@@ -67,6 +67,7 @@ package struct SQLiteAPI: Sendable {
     package var value_text: @convention(c) (OpaquePointer?) -> UnsafePointer<UInt8>?
     package var value_bytes: @convention(c) (OpaquePointer?) -> Int32
     package var value_int64: @convention(c) (OpaquePointer?) -> Int64
+    package var value_double: @convention(c) (OpaquePointer?) -> Double
     package var user_data: @convention(c) (OpaquePointer?) -> UnsafeMutableRawPointer?
     package var result_int64: @convention(c) (OpaquePointer?, Int64) -> Void
     package var result_null: @convention(c) (OpaquePointer?) -> Void
@@ -125,6 +126,7 @@ package struct SQLiteAPI: Sendable {
         value_text: @escaping @convention(c) (OpaquePointer?) -> UnsafePointer<UInt8>?,
         value_bytes: @escaping @convention(c) (OpaquePointer?) -> Int32,
         value_int64: @escaping @convention(c) (OpaquePointer?) -> Int64,
+        value_double: @escaping @convention(c) (OpaquePointer?) -> Double,
         user_data: @escaping @convention(c) (OpaquePointer?) -> UnsafeMutableRawPointer?,
         result_int64: @escaping @convention(c) (OpaquePointer?, Int64) -> Void,
         result_null: @escaping @convention(c) (OpaquePointer?) -> Void,
@@ -171,6 +173,7 @@ package struct SQLiteAPI: Sendable {
         self.value_text = value_text
         self.value_bytes = value_bytes
         self.value_int64 = value_int64
+        self.value_double = value_double
         self.user_data = user_data
         self.result_int64 = result_int64
         self.result_null = result_null
@@ -253,6 +256,7 @@ package struct SQLiteAPI: Sendable {
             let value_text = f("value_text", (@convention(c) (OpaquePointer?) -> UnsafePointer<UInt8>?).self),
             let value_bytes = f("value_bytes", (@convention(c) (OpaquePointer?) -> Int32).self),
             let value_int64 = f("value_int64", (@convention(c) (OpaquePointer?) -> Int64).self),
+            let value_double = f("value_double", (@convention(c) (OpaquePointer?) -> Double).self),
             let user_data = f("user_data", (@convention(c) (OpaquePointer?) -> UnsafeMutableRawPointer?).self),
             let result_int64 = f("result_int64", (@convention(c) (OpaquePointer?, Int64) -> Void).self),
             let result_null = f("result_null", (@convention(c) (OpaquePointer?) -> Void).self),
@@ -271,7 +275,7 @@ package struct SQLiteAPI: Sendable {
             column_int64: column_int64, column_double: column_double, column_text: column_text,
             column_blob: column_blob, column_bytes: column_bytes, column_name: column_name,
             column_decltype: column_decltype, create_function_v2: create_function_v2, value_type: value_type,
-            value_text: value_text, value_bytes: value_bytes, value_int64: value_int64, user_data: user_data,
+            value_text: value_text, value_bytes: value_bytes, value_int64: value_int64, value_double: value_double, user_data: user_data,
             result_int64: result_int64, result_null: result_null,
             result_text: result_text, set_authorizer: set_authorizer,
             key: f("key", (@convention(c) (OpaquePointer?, UnsafeRawPointer?, Int32) -> Int32).self),

@@ -42,6 +42,7 @@ extension SQLiteAPI {
         value_text: sqlite3_value_text,
         value_bytes: sqlite3_value_bytes,
         value_int64: sqlite3_value_int64,
+        value_double: sqlite3_value_double,
         user_data: sqlite3_user_data,
         result_int64: sqlite3_result_int64,
         result_null: sqlite3_result_null,

@@ -85,15 +85,17 @@ say("FUZZ odata: \(odataStats) [\(elapsed())]")
 failures += odataStats.disagreements
 total += odataStats.executions
 
-// 4. OData bounds: long flat chains, deep nesting, long arithmetic and long literals, parsed by every entry
+// 4. OData bounds: long flat chains (v3 and v4 forms), deep nesting, long arithmetic and long literals, parsed by every entry
 // point on a 512 KiB thread (docs/semantics.md, "Parser bounds"): a result or invalidQuery, never a crash.
 // Nesting within the limit runs on an 8 MiB thread (it recurses once per level).
 var boundsRandom = SplitMix(seed: seed ^ 0x0DA7A)
 var boundsCases = 0
 var boundsRefused = 0
-for round in 0..<36 {
+for round in 0..<40 {
     let shape = ODataStress.shapes[round % ODataStress.shapes.count]
-    let limit = ["or-chain": 1_000_000, "and-chain": 1_000_000, "nesting": 100_000, "not-nesting": 100_000, "arithmetic": 100_000][shape] ?? 4_000_000
+    let limit =
+        ["or-chain": 1_000_000, "and-chain": 1_000_000, "nesting": 100_000, "not-nesting": 100_000, "arithmetic": 100_000, "in-list": 1_000_000,
+         "cast-chain": 500_000][shape] ?? 4_000_000
     var n = 1 + boundsRandom.below(round < 6 ? limit : max(1, limit >> (round % 12)))
     // Parentheses within the limit recurse once per level (up to ~2 MiB of stack in a debug build,
     // docs/semantics.md): those get an 8 MiB thread; beyond the limit the scan refuses them on 512 KiB.

@@ -26,7 +26,12 @@ struct ODataBoundsTests {
         Case(shape: "not-nesting", size: 100_000, parses: false),
         Case(shape: "arithmetic", size: 100_000, parses: false),
         Case(shape: "arithmetic", size: 150, parses: true),
+        Case(shape: "arithmetic", size: 1_000, parses: true),  // the limit: a left-deep chain converted in a loop
         Case(shape: "literal", size: 4_000_000, parses: true),
+        Case(shape: "in-list", size: 1_000_000, parses: false),  // past 100,000 values
+        Case(shape: "in-list", size: 90_000, parses: true),  // kept flat
+        Case(shape: "cast-chain", size: 200_000, parses: false),
+        Case(shape: "cast-chain", size: 40_000, parses: true),
     ]
 
     @Test("a typed error or a result, never a crash, on a 512 KiB thread", arguments: cases)

@@ -119,6 +119,8 @@ struct ConformanceTests {
         "deleteMatchingHonoursQuery",
         "odataFunctionExamples",
         "queryFunctionsOnRandomRows",
+        "odataV4Queries",
+        "stringFunctionsReadNumbersAsText",
         "pagingStableAscending",
         "pagingStableDescending",
         "pagingStableMultiKey",
@@ -272,6 +274,8 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func deleteMatchingHonoursQuery(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func odataFunctionExamples(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func queryFunctionsOnRandomRows(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func odataV4Queries(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func stringFunctionsReadNumbersAsText(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pagingStableAscending(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pagingStableDescending(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pagingStableMultiKey(_ backend: StoreFactory) throws { try runCheck(backend) }

@@ -33,11 +33,14 @@ struct PullRequestTests {
         PullRequest(query: PullRequest.incremental(Query("T", where: Field("n").isIn([1, 2])), since: Date(timeIntervalSince1970: 1.5)), parameters: [.init("p", "q")]),
     ]
 
-    @Test("render → parse → render is the identity", arguments: requests)
-    func roundTrip(_ request: PullRequest) throws {
+    @Test("render → parse → render is the identity, in each dialect", arguments: requests, [ODataDialect.v3, .v4])
+    func roundTrip(_ original: PullRequest, dialect: ODataDialect) throws {
+        var request = original
+        request.dialect = dialect
         let text = try request.queryString()
-        let parsed = try PullRequest.parse(text, table: "T")
+        let parsed = try PullRequest.parse(text, table: "T", dialect: dialect)
         #expect(try parsed.queryString() == text)
+        #expect(parsed.dialect == dialect)
         #expect(parsed.parameters == request.parameters)
         #expect(parsed.includeDeleted == request.includeDeleted)
         #expect(parsed.query.skip == request.query.skip)

@@ -89,7 +89,8 @@ extension ConformanceSuite {
 
     /// Every OData function on seeded random rows (strings with non-ASCII letters, NUL and spaces;
     /// dates before and after 1970 with fractions of a second; doubles with halves, negatives and huge
-    /// magnitudes; random integer arguments), checked value by value: for each function one query
+    /// magnitudes; random integer arguments; numbers read as text by the string functions), checked
+    /// value by value: for each function one query
     /// whose terms pin the reference's value of that function for each row. Every row must match it,
     /// and its negation must match none.
     public static func queryFunctionsOnRandomRows(_ factory: StoreFactory) throws {
@@ -173,6 +174,15 @@ extension ConformanceSuite {
             ("ceiling of a quotient", { _ in (x / 3).ceiling }),
             ("round of a sum", { _ in (x + i).rounded }),
             ("nested", { row in s.trimmed.substring(from: 1).concat(piece(of: row)).indexOf(lit("a")) }),
+            // Numbers read as text (.NET's invariant ToString): doubles of every magnitude, integers
+            // to Int64.min, integer arithmetic that overflowed into a double.
+            ("concat of numbers", { _ in x.concat(i) }),
+            ("concat of a string and a double", { _ in t.concat(x) }),
+            ("length of a double's text", { _ in x.length }),
+            ("indexof in a double's text", { _ in x.indexOf(lit(["E", ".", "-", "5"][below(4)])) }),
+            ("substring of an integer's text", { _ in i.substring(from: int(1)) }),
+            ("toupper of overflowing arithmetic", { _ in (i * i).uppercased }),
+            ("replace in a double's text", { _ in x.replacing(lit("0"), with: lit("o")) }),
         ]
         let table = Reference.Table(schema: schema, rows: rows)
         try withStore(factory) { store in

@@ -110,7 +110,7 @@ extension ConformanceSuite {
 }
 
 extension ConformanceSuite {
-    /// A pull's query string read back (`PullRequest.parse(_:table:)`) selects exactly the rows the
+    /// A pull's query string read back (`PullRequest.parse(_:table:dialect:)`) selects exactly the rows the
     /// original query selects, page by page with the explicit `$skip`, and renders to the same text.
     public static func pullQueryStringRoundTrip(_ factory: StoreFactory) throws {
         try withStore(factory) { store in

@@ -154,9 +154,32 @@ public struct FuzzGenerator {
         }
     }
 
+    /// A number or boolean the string functions read as text (docs/semantics.md): a column, an edge
+    /// literal, or integer arithmetic that may overflow into a double.
+    mutating func textualNumber() -> QueryExpression {
+        switch rng.below(5) {
+        case 0: return .field(rng.pick(Self.numeric))
+        case 1: return .field("b")
+        case 2: return .literal(rng.oneIn(2) ? .int(int()) : .double(double()))
+        case 3: return .literal(.bool(rng.oneIn(2)))
+        default: return .arithmetic(.multiply, .field("i"), .field("i2"))
+        }
+    }
+
+    /// A midnight UTC of the years 0000 to 9999 (an `Edm.Date` day): half the time the day of a row's date.
+    mutating func day(rows: [[String: Value]]) -> Date {
+        if !rows.isEmpty, rng.oneIn(2), case .date(let d)? = rng.pick(rows)["t"], d.timeIntervalSinceReferenceDate.isFinite,
+            abs(d.timeIntervalSinceReferenceDate) < 6e10
+        {
+            let days = (d.timeIntervalSinceReferenceDate / 86_400).rounded(.down)
+            return Date(timeIntervalSinceReferenceDate: days * 86_400)
+        }
+        return Date(timeIntervalSinceReferenceDate: Double(Int(rng.below(3_652_424)) - 730_851) * 86_400)
+    }
+
     mutating func stringExpression() -> QueryExpression {
         let field = QueryExpression.field(rng.pick(Self.strings))
-        switch rng.below(9) {
+        switch rng.below(12) {
         case 0: return .toLower(field)
         case 1: return .toUpper(field)
         case 2: return .function(.trim, [field])
@@ -165,6 +188,10 @@ public struct FuzzGenerator {
             return .function(.substring, rng.oneIn(2) ? [field, start] : [field, start, .literal(.int(Int64(rng.below(6)) - 1))])
         case 4: return .function(.concat, [field, .literal(.string(string()))])
         case 5: return .function(.replace, [field, .literal(.string(rng.pick(["a", "é", " ", ""]))), .literal(.string(string()))])
+        // Numbers and booleans read as text.
+        case 6: return .function(.concat, rng.oneIn(2) ? [field, textualNumber()] : [textualNumber(), textualNumber()])
+        case 7: return rng.oneIn(2) ? .toLower(textualNumber()) : .function(.trim, [textualNumber()])
+        case 8: return .function(.substring, [textualNumber(), .literal(.int(Int64(rng.below(6)) - 1))])
         default: return field
         }
     }
@@ -179,6 +206,8 @@ public struct FuzzGenerator {
         case 0, 1, 2:
             if column == "j" { return .isNull(.field("j")) }
             let ci = Self.strings.contains(column) && rng.oneIn(4)
+            // A date column against an Edm.Date day now and then.
+            if column == "t" && rng.oneIn(4) { return .compare(.field("t"), rng.pick(Self.ops), .dateOnly(day(rows: rows)), caseInsensitive: false) }
             return .compare(.field(column), rng.pick(Self.ops), .literal(literal(column, rows: rows)), caseInsensitive: ci)
         case 3:
             // Two columns of compatible types.

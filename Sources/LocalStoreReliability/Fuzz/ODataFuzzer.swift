@@ -1,14 +1,18 @@
 import Foundation
 import LocalStore
 
-/// Fuzzes query construction through the OData renderer and parser: a random query renders (or is
-/// refused with a `LocalStoreError`), what was rendered parses back, and rendering that again gives
-/// the same text (the documented render → parse → render identity); damaged query strings parse or
-/// are refused with a `LocalStoreError`, never anything else. Each parse is one execution.
+/// Fuzzes query construction through the OData renderer and parser, in both dialects (v3 and v4): a
+/// random query renders (or is refused with a `LocalStoreError`), what was rendered parses back in the
+/// same dialect, and rendering that again gives the same text (the documented render → parse → render
+/// identity); v3's lenient parsing reads the v4 text as v4 does (binary literals aside, whose v3
+/// reading is hex); damaged query strings parse or are refused with a `LocalStoreError`, never
+/// anything else. Each parse is one execution.
 public struct ODataFuzzer {
     public struct Stats: Sendable, CustomStringConvertible {
         public var executions = 0
         public var roundTrips = 0
+        public var v4RoundTrips = 0
+        public var lenientReads = 0
         public var damagedParsed = 0
         public var damagedRefused = 0
         public var renderRefused = 0
@@ -16,7 +20,7 @@ public struct ODataFuzzer {
         public var disagreements: [String] = []
 
         public var description: String {
-            "\(executions) parses (\(roundTrips) render→parse→render round trips, \(damagedParsed + damagedRefused) damaged strings: "
+            "\(executions) parses (\(roundTrips) render→parse→render round trips, \(v4RoundTrips) of them v4; \(lenientReads) v4 texts read alike by v3; \(damagedParsed + damagedRefused) damaged strings: "
                 + "\(damagedRefused) refused, \(damagedParsed) parsed; \(renderRefused) queries not renderable, \(invalidRefused) invalid queries rendered to text the parser refuses), \(disagreements.count) failures"
         }
     }
@@ -39,6 +43,8 @@ public struct ODataFuzzer {
     static let tokens = [
         " ", "(", ")", "'", "''", ",", "eq", "ne", "lt", "and", "or", "not", "null", "true", "add", "mod", "tolower(", "substringof(",
         "startswith(", "datetime'", "X'", "$filter=", "&", "%", "%2", "%27", "1", "-", ".", "e", "9999999999999999999999", "i", "id",
+        "cast(", ",Edm.Date)", ",Edm.DateTimeOffset)", "Edm.Guid", " in (", "in", "contains(", "binary'", "$count=", "1994-10-14",
+        "T10:20:30.123Z", "+02:00", ":", "Z", "d9c8bcf9-9c85-42e6-967b-c686d92f32cb",
     ]
 
     mutating func damage(_ s: String) -> String {
@@ -59,9 +65,14 @@ public struct ODataFuzzer {
 
     public mutating func step() {
         let query = generator.query(rows: rows, invalid: generator.rng.oneIn(10))
+        step(query, dialect: .v3)
+        step(query, dialect: .v4)
+    }
+
+    mutating func step(_ query: Query, dialect: ODataDialect) {
         let rendered: String
         do {
-            rendered = try OData.queryString(for: query)
+            rendered = try OData.queryString(for: query, dialect: dialect)
         } catch is LocalStoreError {
             stats.renderRefused += 1
             return
@@ -74,23 +85,30 @@ public struct ODataFuzzer {
         // may render to text the parser refuses, with a LocalStoreError.
         let valid = (try? ResolvedQuery(query, schema: FuzzGenerator.schema)) != nil
         do {
-            let parsed = try OData.parseQuery(rendered, table: query.table)
-            let again = try OData.queryString(for: parsed)
+            let parsed = try OData.parseQuery(rendered, table: query.table, dialect: dialect)
+            let again = try OData.queryString(for: parsed, dialect: dialect)
             stats.roundTrips += 1
-            if again != rendered { failure("render → parse → render changed '\(rendered)' into '\(again)'") }
+            if dialect == .v4 { stats.v4RoundTrips += 1 }
+            if again != rendered { failure("\(dialect) render → parse → render changed '\(rendered)' into '\(again)'") }
+            if dialect == .v4 && !rendered.contains("binary'") {
+                stats.executions += 1
+                let lenient = try OData.parseQuery(rendered, table: query.table, dialect: .v3)
+                stats.lenientReads += 1
+                if lenient != parsed { failure("v3 parsing reads the v4 text '\(rendered)' differently: \(lenient) vs \(parsed)") }
+            }
         } catch let e as LocalStoreError where !valid {
             stats.invalidRefused += 1
             _ = e
         } catch {
-            failure("a rendered query string does not parse back: '\(rendered)': \(error)")
+            failure("a rendered \(dialect) query string does not parse back: '\(rendered)': \(error)")
         }
         for _ in 0..<3 {
             let text = damage(rendered)
             stats.executions += 1
             do {
-                let parsed = try OData.parseQuery(text, table: query.table)
+                let parsed = try OData.parseQuery(text, table: query.table, dialect: dialect)
                 stats.damagedParsed += 1
-                _ = try? OData.queryString(for: parsed)
+                _ = try? OData.queryString(for: parsed, dialect: dialect)
                 _ = try? ResolvedQuery(parsed, schema: FuzzGenerator.schema)
             } catch is LocalStoreError {
                 stats.damagedRefused += 1
