@@ -15,11 +15,17 @@ let package = Package(
         .executable(name: "todo-sync", targets: ["todo-sync"]),
         .library(name: "LocalStoreOpener", targets: ["LocalStoreOpener"]),
         .library(name: "LocalStoreSync", targets: ["LocalStoreSync"]),
+        .library(name: "LocalStoreSyncHTTP", targets: ["LocalStoreSyncHTTP"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        // The loopback table service of the HTTP transports' tests (test targets only).
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
     ] + documentationDependencies,
     targets: [
         .target(
@@ -31,9 +37,21 @@ let package = Package(
         .target(name: "LocalStoreConformance", dependencies: ["LocalStore"]),
         // The sync engine (docs/sync.md): push, pull, purge and conflicts over any LocalStore.
         .target(name: "LocalStoreSync", dependencies: ["LocalStore"]),
+        // HTTP transports for both service generations (docs/sync-http.md), on AsyncHTTPClient.
+        .target(
+            name: "LocalStoreSyncHTTP",
+            dependencies: [
+                "LocalStore", "LocalStoreSync", .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         .testTarget(
             name: "LocalStoreSyncTests",
-            dependencies: ["LocalStore", "LocalStoreSync", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB"]
+            dependencies: [
+                "LocalStore", "LocalStoreSync", "LocalStoreSyncHTTP", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB",
+                "TodoSyncKit", "todo-sync", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
         ),
         .systemLibrary(
             name: "CSQLite",
@@ -127,7 +145,7 @@ let package = Package(
         .executableTarget(
             name: "todo-sync",
             dependencies: [
-                "TodoSyncKit", "LocalStore", "LocalStoreOpener", "LocalStoreSQLCipher",
+                "TodoSyncKit", "LocalStore", "LocalStoreOpener", "LocalStoreSQLCipher", "LocalStoreSync", "LocalStoreSyncHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Examples/TodoSync/Sources/todo-sync"

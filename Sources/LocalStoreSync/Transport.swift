@@ -89,13 +89,16 @@ public struct SyncTransportError: Error, Sendable, Hashable, CustomStringConvert
     public var message: String
     /// The server's item (for a conflict or a failed precondition).
     public var serverItem: Item?
+    /// The body of the service's answer as text, when an HTTP transport received one.
+    public var responseBody: String?
 
     /// Creates an error.
-    public init(_ kind: Kind, statusCode: Int? = nil, message: String, serverItem: Item? = nil) {
+    public init(_ kind: Kind, statusCode: Int? = nil, message: String, serverItem: Item? = nil, responseBody: String? = nil) {
         self.kind = kind
         self.statusCode = statusCode
         self.message = message
         self.serverItem = serverItem
+        self.responseBody = responseBody
     }
 
     /// The kind an HTTP status code means (2xx is not an error; it maps to `rejected`).

@@ -40,22 +40,27 @@ struct TodoClient {
 struct ScenarioTests {
     enum Policy: String, CaseIterable, Sendable { case serverWins, clientWins }
 
-    static let cases: [(SyncBackend, Policy)] = SyncBackend.all.flatMap { b in Policy.allCases.map { (b, $0) } }
+    static let cases: [(SyncBackend, Policy, Wire)] = SyncBackend.all.flatMap { b in
+        Policy.allCases.flatMap { p in Wire.allCases.map { (b, p, $0) } }
+    }
 
     @Test("offline edits, 409, 412, a delete conflict, an edit during its push, a pull that keeps a pending edit, a restart in flight",
           arguments: cases)
-    func scenario(_ backend: SyncBackend, _ policy: Policy) async throws {
+    func scenario(_ backend: SyncBackend, _ policy: Policy, _ wire: Wire) async throws {
         let dirA = try temporaryDirectory("a"), dirB = try temporaryDirectory("b")
         defer { for d in [dirA, dirB] { try? FileManager.default.removeItem(at: d) } }
         let service = try InMemoryTableService()
         try await service.defineTable(TodoClient.schema)
+        // Directly, or over HTTP through the loopback service in one of the two protocols.
+        let network = try await wire.connect(service)
         let conflictPolicy = policy == .serverWins ? ConflictPolicy.serverWins : ConflictPolicy.clientWins
         // A's transport lets the test edit an item while its push is on the wire.
         let duringPush = Box<(@Sendable (String) async throws -> Void)?>(nil)
-        let hooked = HookedTransport(inner: service) { _, id in try await duringPush.value?(id) }
         var storeA = try backend.open(dirA)
+        var hooked = HookedTransport(inner: network.transport(storeA)) { _, id in try await duringPush.value?(id) }
         var a = try await TodoClient(store: storeA, service: hooked, policy: conflictPolicy)
-        let b = try await TodoClient(store: try backend.open(dirB), service: service, policy: conflictPolicy)
+        let storeB = try backend.open(dirB)
+        let b = try await TodoClient(store: storeB, service: network.transport(storeB), policy: conflictPolicy)
 
         // Both start from the same items.
         for id in ["t1", "t2", "t5", "t6"] { try await a.save(id, "\(id)-0") }
@@ -100,7 +105,8 @@ struct ScenarioTests {
         try await a.save("t6", "t6-A")
         try await b.save("t6", "t6-B")
         try await b.sync()
-        let pullOnly = SyncContext(store: storeA, transport: service, conflicts: conflictPolicy, settings: SyncSettings(pushBeforePull: false))
+        let pullOnly = SyncContext(
+            store: storeA, transport: network.transport(storeA), conflicts: conflictPolicy, settings: SyncSettings(pushBeforePull: false))
         let pulled = try await pullOnly.pull("TodoItem", queryId: "all")
         #expect(pulled.skipped == ["t6"])
         #expect(try await a.text("t6") == "t6-A")
@@ -116,6 +122,7 @@ struct ScenarioTests {
             try await storeA.close()
             storeA = try backend.open(dirA)
         }
+        hooked = HookedTransport(inner: network.transport(storeA)) { _, id in try await duringPush.value?(id) }
         a = try await TodoClient(store: storeA, service: hooked, policy: ConflictPolicy.manual)
         let afterRestart = try await a.sync()
         #expect(afterRestart.push?.isComplete == true)
@@ -130,5 +137,11 @@ struct ScenarioTests {
         #expect(server["t1"]?["text"] == "t1-restart")
         try await storeA.close()
         try await b.store.close()
+        // Every request the transport sent has the protocol's documented form.
+        if let loopback = network.loopback {
+            #expect(loopback.requests.count > 20)
+            for request in loopback.requests { checkDocumentedForm(request, loopback.serviceProtocol) }
+        }
+        await network.stop()
     }
 }

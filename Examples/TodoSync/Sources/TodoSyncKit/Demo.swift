@@ -42,21 +42,25 @@ public enum TodoSyncDemo {
     public static let expectedTexts = ["Buy oat milk", "Call the plumber", "Walk the dog", "Write the report"]
 
     /// Runs the session on `store` (which must not hold the demo's table yet), printing what happens
-    /// with `log`.
-    public static func run(store: any LocalStore, log: @Sendable (String) -> Void = { print($0) }) async throws -> Outcome {
+    /// with `log`. `service`: the service to sync with — by default an in-process ``InMemoryTableService``
+    /// (``DemoService/inProcess()``); ``DemoService/http(_:other:)`` talks to a real back end over HTTP, whose
+    /// table must start empty.
+    public static func run(
+        store: any LocalStore, service: DemoService? = nil, log: @Sendable (String) -> Void = { print($0) }
+    ) async throws -> Outcome {
         if try await store.schema(of: Todo.table) != nil, try await store.count(Todo.table) > 0 {
             throw LocalStoreError(.constraint, "\(Todo.table) already has items: run the demo on a new store", table: Todo.table)
         }
-        let ticks = Ticks()
-        let server = try InMemoryTableService(clock: { epoch.addingTimeInterval(Double(ticks.next())) })
-        try await server.defineTable(Todo.schema)
-        func otherDeviceSaves(_ id: String, _ text: String) async throws {
-            try await server.serverSave(["id": .string(id), "text": .string(text), "complete": false], in: Todo.table)
+        let server: DemoService
+        if let service { server = service } else { server = try await DemoService.inProcess() }
+        if !(try await server.items(true)).isEmpty {
+            throw LocalStoreError(.constraint, "the service's \(Todo.table) already has items: run the demo on an empty table", table: Todo.table)
         }
+        let otherDeviceSaves = server.otherDeviceSaves
         try await otherDeviceSaves("milk", "Buy milk")
         try await otherDeviceSaves("dog", "Walk the dog")
         try await otherDeviceSaves("rent", "Pay the rent")
-        let client = try TodoSyncClient(store: store, service: server, pageSize: 2)
+        let client = try TodoSyncClient(store: store, service: server.transport, pageSize: 2)
 
         let first = try await client.pull()
         log("pull: \(first.upserted) items in \(first.pages) pages, delta token \(describe(first.deltaToken))")
@@ -80,9 +84,9 @@ public enum TodoSyncDemo {
         let pull = try await client.pull()
         log("pull: \(pull.pages) pages (\(pull.upserted) upserted, \(pull.deleted) deleted, \(pull.skipped.count) skipped), delta token \(describe(pull.deltaToken))")
 
-        let serverItems = try await server.items(in: Todo.table)
+        let serverItems = try await server.items(false)
         let serverTodos = try serverItems.map { try ItemDecoder().decode(Todo.self, from: $0) }
-        let latest = try await server.items(in: Todo.table, includeDeleted: true).compactMap { $0["updatedAt"]?.dateValue }.max()
+        let latest = try await server.items(true).compactMap { $0["updatedAt"]?.dateValue }.max()
         return Outcome(
             todos: try client.todos(), pendingOperations: try await store.pendingOperationCount(), pushErrors: try await store.pushErrors().count,
             deltaToken: try await store.deltaToken(table: Todo.table, queryId: TodoSyncClient.queryId),
@@ -132,4 +136,64 @@ final class Ticks: @unchecked Sendable {
     private let lock = NSLock()
     private var count = 0
     func next() -> Int { lock.withLock { count += 1; return count } }
+}
+
+/// The service a demo run syncs with: the client's transport, the other device's edits, and the
+/// service's items (to check the run).
+public struct DemoService: Sendable {
+    /// The client's transport.
+    public var transport: any SyncTransport
+    /// The other device saves an item (creates it, or renames it).
+    public var otherDeviceSaves: @Sendable (_ id: String, _ text: String) async throws -> Void
+    /// The service's items of the demo table, deleted ones too when the argument is `true`.
+    public var items: @Sendable (_ includeDeleted: Bool) async throws -> [Item]
+
+    /// Creates a service from its three parts.
+    public init(
+        transport: any SyncTransport, otherDeviceSaves: @escaping @Sendable (String, String) async throws -> Void,
+        items: @escaping @Sendable (Bool) async throws -> [Item]
+    ) {
+        self.transport = transport
+        self.otherDeviceSaves = otherDeviceSaves
+        self.items = items
+    }
+
+    /// An ``InMemoryTableService`` whose clock advances one second per change from ``TodoSyncDemo/epoch``.
+    public static func inProcess() async throws -> DemoService {
+        let ticks = Ticks()
+        let server = try InMemoryTableService(clock: { TodoSyncDemo.epoch.addingTimeInterval(Double(ticks.next())) })
+        try await server.defineTable(Todo.schema)
+        return DemoService(
+            transport: server,
+            otherDeviceSaves: { id, text in
+                try await server.serverSave(["id": .string(id), "text": .string(text), "complete": false], in: Todo.table)
+            },
+            items: { includeDeleted in try await server.items(in: Todo.table, includeDeleted: includeDeleted) })
+    }
+
+    /// A real back end over HTTP: the client syncs through `transport`; the other device is a second
+    /// client of the same service (`other`, a transport of its own) that inserts an item, or replaces it
+    /// with the version the service holds.
+    public static func http(_ transport: any SyncTransport, other: any SyncTransport) -> DemoService {
+        @Sendable func all(_ includeDeleted: Bool) async throws -> [Item] {
+            var out: [Item] = []
+            while true {
+                let page = try await other.page(
+                    PullRequest(query: Query(Todo.table, sort: [SortKey("id")], skip: out.count, top: 50), includeDeleted: includeDeleted))
+                out += page.items
+                if page.items.isEmpty || page.hasMore == false || (page.hasMore == nil && page.items.count < 50) { return out }
+            }
+        }
+        return DemoService(
+            transport: transport,
+            otherDeviceSaves: { id, text in
+                let item: Item = ["id": .string(id), "text": .string(text), "complete": false]
+                if let current = try await all(false).first(where: { $0.stringId == id }) {
+                    _ = try await other.replace(item, in: Todo.table, ifVersion: current["version"]?.stringValue)
+                } else {
+                    _ = try await other.insert(item, into: Todo.table)
+                }
+            },
+            items: all)
+    }
 }

@@ -3,6 +3,8 @@ import Foundation
 import LocalStore
 import LocalStoreOpener
 import LocalStoreSQLCipher
+import LocalStoreSync
+import LocalStoreSyncHTTP
 import TodoSyncKit
 
 /// `todo-sync --store lmdb:/tmp/todo`: runs the example sync session (``TodoSyncDemo``) on the store the
@@ -11,19 +13,48 @@ import TodoSyncKit
 struct TodoSyncCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "todo-sync",
-        abstract: "Runs the LocalStore example sync client against an in-process fake server.",
+        abstract: "Runs the LocalStore example sync client against an in-process fake server or a real back end.",
         discussion: """
             The store URL picks the backend: memory:, sqlite:PATH, sqlcipher:PATH or lmdb:PATH. A sqlcipher: \
             store takes its raw 256-bit key as 64 hex digits from the TODO_SYNC_KEY environment variable. \
             Use a new path: the session starts from an empty table.
+            With --service URL the session talks HTTP to an Azure Mobile Apps (--protocol 2.0.0) or Datasync \
+            Community Toolkit (--protocol 3.0.0) back end whose TodoItem table is empty; a token in \
+            TODO_SYNC_TOKEN is sent as X-ZUMO-AUTH (2.0.0) or Authorization: Bearer (3.0.0).
             Exit status: 0 when the final state is right, 1 when it is not, 64 for a usage error.
             """)
 
     @Option(name: .long, help: "The store: memory:, sqlite:PATH, sqlcipher:PATH or lmdb:PATH.")
     var store: String = "memory:"
 
+    @Option(name: .long, help: "The back end's base URL (default: an in-process fake server).")
+    var service: String?
+
+    @Option(name: .long, help: "The back end's protocol: 2.0.0 (Azure Mobile Apps) or 3.0.0 (Datasync Community Toolkit).")
+    var `protocol`: String = "3.0.0"
+
     @Flag(name: .long, help: "Print only the final state.")
     var quiet = false
+
+    /// The HTTP service of `--service`, `nil` without it.
+    func remote(_ store: any LocalStore) throws -> DemoService? {
+        guard let service else { return nil }
+        let p: SyncServiceProtocol
+        switch self.protocol {
+        case "2.0.0", "2": p = .azureMobileApps
+        case "3.0.0", "3": p = .datasync
+        default: throw ValidationError("--protocol is 2.0.0 or 3.0.0, not '\(self.protocol)'")
+        }
+        guard service.hasPrefix("http://") || service.hasPrefix("https://") else {
+            throw ValidationError("--service must be an http:// or https:// URL, not '\(service)'")
+        }
+        var headers: [HTTPSyncTransport.HTTPHeader] = []
+        if let token = ProcessInfo.processInfo.environment["TODO_SYNC_TOKEN"], !token.isEmpty {
+            headers.append(p == .azureMobileApps ? .init("X-ZUMO-AUTH", token) : .init("Authorization", "Bearer \(token)"))
+        }
+        let configuration = HTTPSyncTransport.Configuration(baseURL: service, protocol: p, headers: headers)
+        return .http(HTTPSyncTransport(configuration, schemas: store), other: HTTPSyncTransport(configuration))
+    }
 
     func run() async throws {
         let local = try Self.open(store)
@@ -31,7 +62,7 @@ struct TodoSyncCommand: AsyncParsableCommand {
         do {
             let log: @Sendable (String) -> Void
             if quiet { log = { _ in } } else { log = { print($0) } }
-            outcome = try await TodoSyncDemo.run(store: local, log: log)
+            outcome = try await TodoSyncDemo.run(store: local, service: try remote(local), log: log)
         } catch {
             try? await local.close()
             throw error
