@@ -141,6 +141,10 @@ struct ScenarioTests {
         if let loopback = network.loopback {
             #expect(loopback.requests.count > 20)
             for request in loopback.requests { checkDocumentedForm(request, loopback.serviceProtocol) }
+            // The engine's pulls ask for deleted items, in the protocol's spelling.
+            let flag = wire == .azureMobileApps ? "__includeDeleted=true" : "__includedeleted=true"
+            let pages = loopback.requests.filter { $0.method == "GET" && !$0.path.dropFirst("/tables/".count).contains("/") }
+            #expect(!pages.isEmpty && pages.allSatisfy { $0.query?.contains(flag) == true })
         }
         await network.stop()
     }
