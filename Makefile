@@ -19,7 +19,7 @@ STRESS_REPORT ?= $(CURDIR)/.build-reliability/stress-report.txt
 FUZZ_ARGS ?=
 # `make docs`: the DocC archives of the library products, one <Target>.doccarchive each, in DOCS_DIR.
 DOCS_DIR ?= $(CURDIR)/.build-docs
-DOCS_TARGETS := LocalStore LocalStoreSQLite LocalStoreSQLCipher LocalStoreLMDB LocalStoreConformance LocalStoreOpener LocalStoreSync
+DOCS_TARGETS := LocalStore LocalStoreSQLite LocalStoreSQLCipher LocalStoreLMDB LocalStoreConformance LocalStoreOpener LocalStoreSync LocalStoreSyncHTTP
 
 .PHONY: deps test bench build clean stress fuzz docs sanitize
 
@@ -77,7 +77,8 @@ docs: deps
 	@set -o pipefail; LOCALSTORE_DOCS=1 $(SWIFT) package --allow-writing-to-directory $(DOCS_DIR) generate-documentation \
 		$(addprefix --target ,$(DOCS_TARGETS)) --output-path $(DOCS_DIR) --warnings-as-errors $(DOCS_FLAGS) \
 		2>&1 | tee $(DOCS_DIR)/generate-documentation.log
-	@if grep -n 'warning:' $(DOCS_DIR)/generate-documentation.log; then echo "docs: warnings (above)"; exit 1; fi
+	@# SwiftPM's note on a dependency's unhandled files (swift-distributed-tracing, under AsyncHTTPClient) is not ours.
+	@if grep -n 'warning:' $(DOCS_DIR)/generate-documentation.log | grep -v "file(s) which are unhandled"; then echo "docs: warnings (above)"; exit 1; fi
 	@echo "docs: $(words $(DOCS_TARGETS)) archives in $(DOCS_DIR), no warnings"
 
 # The whole test suite under each sanitizer, each in its own scratch folder (.build-tsan, .build-asan), one

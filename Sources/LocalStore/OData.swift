@@ -170,15 +170,21 @@ public enum OData {
         return dialect == .v4 ? "cast(\(day),Edm.Date)" : try literal(.date(d), dialect: dialect)
     }
 
-    static func percentEncode(_ s: String) -> String {
+    static func percentEncode(_ s: String) -> String { percentEncode(s, keeping: "$'(),:") }
+
+    /// `s` with every byte percent-encoded (uppercase hex) but RFC 3986's unreserved characters and the
+    /// ASCII characters of `extra` (the query strings keep `$'(),:`; a URL path segment keeps none).
+    package static func percentEncode(_ s: String, keeping extra: String) -> String {
         let hex = Array("0123456789ABCDEF".utf8)
+        let kept = Set(extra.utf8)
         var out: [UInt8] = []
         for b in s.utf8 {
             switch b {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"), UInt8(ascii: "$"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"),
-                UInt8(ascii: ","), UInt8(ascii: ":"):
+                UInt8(ascii: "~"):
+                out.append(b)
+            case _ where kept.contains(b):
                 out.append(b)
             default:
                 out.append(UInt8(ascii: "%"))

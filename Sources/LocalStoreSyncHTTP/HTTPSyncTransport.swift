@@ -5,7 +5,7 @@ import LocalStoreSync
 import NIOCore
 import NIOHTTP1
 
-/// A ``SyncTransport`` that talks HTTP to an Azure Mobile Apps (2.0.0) or Datasync Community Toolkit
+/// A `SyncTransport` that talks HTTP to an Azure Mobile Apps (2.0.0) or Datasync Community Toolkit
 /// (3.0.0) back end, built on AsyncHTTPClient.
 ///
 /// ```swift
@@ -24,8 +24,8 @@ import NIOHTTP1
 /// - Answers: 409 and 412 are conflicts with the server's item (when a 2.0.0 back end answers a 409 on
 ///   insert with the item that was sent, or with no item, the server's item is read with a `GET`);
 ///   404 and 410 are `notFound`; 401 and 403 `unauthorized`; 408, 429, 502, 503, 504 and network
-///   failures `transient`; any other status `rejected`. Every ``SyncTransportError`` keeps the status
-///   and the server's message; ``SyncTransportError/responseBody`` keeps its body.
+///   failures `transient`; any other status `rejected`. Every `SyncTransportError` keeps the status
+///   and the server's message; `SyncTransportError.responseBody` keeps its body.
 /// - Retries (``RetryPolicy``): a page is retried on every transient failure; a write only when the
 ///   service cannot have applied it — no connection was made, or it answered 408, 429 or 503 — since a
 ///   write whose answer was lost may have landed (the engine's push recognises those, docs/sync.md).
@@ -92,7 +92,7 @@ public struct HTTPSyncTransport: SyncTransport {
         public var headers: [HTTPHeader]
         /// Called before every attempt; its headers are added to the request (`Authorization`,
         /// `X-ZUMO-AUTH`, …). Refreshing a token is the provider's business; an error it throws ends
-        /// the call as ``SyncTransportError/Kind/unauthorized``.
+        /// the call as `SyncTransportError.Kind.unauthorized`.
         public var authentication: (@Sendable () async throws -> [HTTPHeader])?
         /// The longest one attempt may take, connection and whole answer included.
         public var timeout: Duration
@@ -243,7 +243,7 @@ public struct HTTPSyncTransport: SyncTransport {
         return base + "/" + (path.hasPrefix("/") ? String(path.dropFirst()) : path)
     }
 
-    /// Sends one request, retried by the policy; throws ``SyncTransportError`` for a failure that is not
+    /// Sends one request, retried by the policy; throws `SyncTransportError` for a failure that is not
     /// an HTTP answer, `CancellationError` when the task is cancelled. Any HTTP status is returned.
     func send(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, ifMatch version: String? = nil, write: Bool) async throws -> Answer {
         var request = HTTPClientRequest(url: url(path))
@@ -337,7 +337,7 @@ public struct HTTPSyncTransport: SyncTransport {
 
     // MARK: Answers
 
-    /// Throws the ``SyncTransportError`` of a status that is not 2xx (with the server's item for 409
+    /// Throws the `SyncTransportError` of a status that is not 2xx (with the server's item for 409
     /// and 412).
     private func check(_ answer: Answer, table: String) async throws {
         guard !(200..<300).contains(answer.status) else { return }

@@ -2,7 +2,7 @@ import Foundation
 import LocalStore
 import LocalStoreSync
 
-/// JSON ↔ ``Item`` and the headers of both protocols (docs/sync-http.md, "Wire format").
+/// JSON ↔ `Item` and the headers of both protocols (docs/sync-http.md, "Wire format").
 enum WireFormat {
     /// The names of the system columns (lowercased) a client never sends in a body: the server sets
     /// them (2.0.0 back ends refuse a body holding `createdAt`, `updatedAt` or `deleted`), and the
@@ -84,20 +84,5 @@ enum WireFormat {
 
     /// A path segment: RFC 3986 unreserved characters kept, every other byte percent-encoded (so an id
     /// holding `/`, `?`, `#` or `%` stays one segment).
-    static func pathSegment(_ s: String) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
-        var out: [UInt8] = []
-        for b in s.utf8 {
-            switch b {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                out.append(b)
-            default:
-                out.append(UInt8(ascii: "%"))
-                out.append(hex[Int(b >> 4)])
-                out.append(hex[Int(b & 0xF)])
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    static func pathSegment(_ s: String) -> String { OData.percentEncode(s, keeping: "") }
 }
