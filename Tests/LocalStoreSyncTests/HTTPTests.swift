@@ -204,6 +204,32 @@ struct HTTPTransportTests {
         await network.stop()
     }
 
+    @Test("a stalled request ends at the timeout as transient; cancelling the calling task ends the call at once")
+    func timeoutAndCancellation() async throws {
+        let service = try InMemoryTableService()
+        try await service.defineTable(TodoClient.schema)
+        let network = try await Wire.datasync.connect(service)
+        let loopback = try #require(network.loopback)
+        let quick = HTTPSyncTransport(.init(baseURL: loopback.baseURL, protocol: .datasync, timeout: .milliseconds(300), retry: .never))
+        loopback.dropNext("GET", pathPrefix: "/tables/todoitem", .stall)
+        let clock = ContinuousClock()
+        var start = clock.now
+        let timedOut = await #expect(throws: SyncTransportError.self) { _ = try await quick.page(PullRequest(query: Query("TodoItem"))) }
+        #expect(timedOut?.kind == .transient)
+        #expect(clock.now - start < .seconds(10))
+        // Cancelled while stalled (a timeout of a minute): the call ends with CancellationError, nothing written.
+        let patient = HTTPSyncTransport(.init(baseURL: loopback.baseURL, protocol: .datasync, timeout: .seconds(60), retry: .never))
+        loopback.dropNext("POST", pathPrefix: "/tables/todoitem", .stall)
+        start = clock.now
+        let call = Task { try await patient.insert(["id": "c1", "text": "x"], into: "TodoItem") }
+        try await Task.sleep(for: .milliseconds(300))
+        call.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await call.value }
+        #expect(clock.now - start < .seconds(10))
+        #expect(try await service.items(in: "TodoItem").isEmpty)
+        await network.stop()
+    }
+
     @Test("retries: a page is retried on 503 with the provider's fresh header; a write is not retried on 502; unreachable is transient")
     func retries() async throws {
         let service = try InMemoryTableService()

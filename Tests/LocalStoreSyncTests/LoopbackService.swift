@@ -24,8 +24,8 @@ final class LoopbackService: Sendable {
     }
 
     /// When a dropped connection happens: before the service applies the request, or after (the
-    /// answer is lost).
-    enum Drop: Sendable { case beforeApplying, afterApplying }
+    /// answer is lost); or the request stalls (no answer for 30 s, nothing applied).
+    enum Drop: Sendable { case beforeApplying, afterApplying, stall }
 
     let service: InMemoryTableService
     let serviceProtocol: SyncServiceProtocol
@@ -99,6 +99,11 @@ final class LoopbackService: Sendable {
             $0.recorded.append(Recorded(method: method, path: path, query: request.uri.query, headers: headers, body: String(decoding: bodyBytes, as: UTF8.self)))
         }
         let drop = takeDrop(method, path)
+        if drop == .stall {
+            // An answer that does not come (until the client gives up).
+            try? await Task.sleep(for: .seconds(30))
+            return Response(status: .serviceUnavailable)
+        }
         if drop == .beforeApplying {
             try await context.channel.close()
             return Response(status: .internalServerError)
