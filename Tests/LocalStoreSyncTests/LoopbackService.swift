@@ -24,7 +24,7 @@ final class LoopbackService: Sendable {
     }
 
     /// When a dropped connection happens: before the service applies the request, or after (the
-    /// answer is lost); or the request stalls (no answer for 30 s, nothing applied).
+    /// answer is lost); or the request stalls (no answer for 4 s, nothing applied).
     enum Drop: Sendable { case beforeApplying, afterApplying, stall }
 
     let service: InMemoryTableService
@@ -101,7 +101,7 @@ final class LoopbackService: Sendable {
         let drop = takeDrop(method, path)
         if drop == .stall {
             // An answer that does not come (until the client gives up).
-            try? await Task.sleep(for: .seconds(30))
+            try? await Task.sleep(for: .seconds(4))
             return Response(status: .serviceUnavailable)
         }
         if drop == .beforeApplying {
