@@ -256,8 +256,9 @@ struct HTTPTransportTests {
         #expect(failed?.kind == .transient && failed?.statusCode == 502 && loopback.requests.count == before + 1)
         for request in loopback.requests { checkDocumentedForm(request, .datasync) }
         await network.stop()
-        // Nothing listening: transient (the push stops and is tried later).
-        let gone = HTTPSyncTransport(.init(baseURL: loopback.baseURL, protocol: .datasync, retry: .never))
+        // Nothing listening: transient (the push stops and is tried later). AsyncHTTPClient keeps trying to
+        // connect until the attempt's deadline, so this takes the whole timeout.
+        let gone = HTTPSyncTransport(.init(baseURL: loopback.baseURL, protocol: .datasync, timeout: .seconds(1), retry: .never))
         let unreachable = await #expect(throws: SyncTransportError.self) { _ = try await gone.page(PullRequest(query: Query("TodoItem"))) }
         #expect(unreachable?.kind == .transient)
     }
