@@ -164,7 +164,7 @@ let package = Package(
             name: "LocalStoreDocTests",
             dependencies: [
                 "LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB", "LocalStoreOpener",
-                "LocalStoreSync",
+                "LocalStoreSync", "LocalStoreSyncHTTP",
             ]
         ),
         // Power-loss recording (docs/reliability.md): a SQLite VFS shim and libc interposers, linked only
