@@ -287,7 +287,7 @@ public struct HTTPSyncTransport: SyncTransport {
                 }
                 guard retryable, attempt < configuration.retry.maximumAttempts else { return answer }
             case .failed(let error, let beforeSending):
-                retryable = !write || beforeSending
+                retryable = error.kind.isRetryable && (!write || beforeSending)
                 guard retryable, attempt < configuration.retry.maximumAttempts else { throw error }
             case .cancelled:
                 throw CancellationError()
@@ -314,16 +314,17 @@ public struct HTTPSyncTransport: SyncTransport {
         } catch {
             if Task.isCancelled || error is CancellationError || (error as? HTTPClientError) == .cancelled { return .cancelled }
             let what = "\(method.rawValue) \(path)"
-            if let e = error as? HTTPClientError {
-                if e == .connectTimeout || e == .getConnectionFromPoolTimeout || e == .invalidURL || e == .emptyHost || e == .emptyScheme {
-                    let kind: SyncTransportError.Kind = e == .invalidURL || e == .emptyHost || e == .emptyScheme ? .rejected : .transient
-                    return .failed(SyncTransportError(kind, message: "\(what): \(e)"), beforeSending: kind == .transient)
-                }
-                if "\(e)".contains("responseBodyTooLong") || "\(e)".contains("tooLong") {
-                    return .failed(
-                        SyncTransportError(.rejected, message: "\(what): the answer is longer than \(configuration.maximumResponseBytes) bytes"),
-                        beforeSending: false)
-                }
+            // `collect(upTo:)` past the limit: the answer is refused, not retried.
+            if error is NIOTooManyBytesError {
+                return .failed(
+                    SyncTransportError(.rejected, message: "\(what): the answer is longer than \(configuration.maximumResponseBytes) bytes"),
+                    beforeSending: false)
+            }
+            if let e = error as? HTTPClientError,
+                e == .connectTimeout || e == .getConnectionFromPoolTimeout || e == .invalidURL || e == .emptyHost || e == .emptyScheme
+            {
+                let kind: SyncTransportError.Kind = e == .invalidURL || e == .emptyHost || e == .emptyScheme ? .rejected : .transient
+                return .failed(SyncTransportError(kind, message: "\(what): \(e)"), beforeSending: kind == .transient)
             }
             if let io = error as? IOError, [ECONNREFUSED, ENETUNREACH, EHOSTUNREACH].contains(io.errnoCode) {
                 return .failed(SyncTransportError(.transient, message: "\(what): \(io)"), beforeSending: true)

@@ -255,6 +255,11 @@ struct HTTPTransportTests {
         let failed = await #expect(throws: SyncTransportError.self) { _ = try await transport.insert(["id": "w1", "text": "x"], into: "TodoItem") }
         #expect(failed?.kind == .transient && failed?.statusCode == 502 && loopback.requests.count == before + 1)
         for request in loopback.requests { checkDocumentedForm(request, .datasync) }
+        // An answer longer than the limit is refused, not retried.
+        let small = HTTPSyncTransport(.init(baseURL: loopback.baseURL, protocol: .datasync, retry: .standard, maximumResponseBytes: 8))
+        let pagesBefore = loopback.requests.count
+        let tooLong = await #expect(throws: SyncTransportError.self) { _ = try await small.page(PullRequest(query: Query("TodoItem"))) }
+        #expect(tooLong?.kind == .rejected && loopback.requests.count == pagesBefore + 1)
         await network.stop()
         // Nothing listening: transient (the push stops and is tried later). AsyncHTTPClient keeps trying to
         // connect until the attempt's deadline, so this takes the whole timeout.
