@@ -394,6 +394,12 @@ extension IntegrityChecking where Self: LocalStore {
     public func checkIntegrity() async throws -> [String] {
         try await BlockingWork.run { try self.checkIntegrity() }
     }
+
+    /// Checks the store's files without blocking the calling task's thread, and throws `corrupt` when
+    /// they are damaged (see ``IntegrityChecking/verifyIntegrity()``).
+    public func verifyIntegrity() async throws {
+        try await BlockingWork.run { try self.verifyIntegrity() }
+    }
 }
 
 /// The result of ``LocalStore/completeAndBeginNext(_:serverItem:)`` carried across threads.

@@ -282,3 +282,42 @@ public protocol IntegrityChecking {
     @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
     func checkIntegrity() throws -> [String]
 }
+
+extension IntegrityChecking {
+    /// Checks the whole store and throws when it is damaged: the typed form of ``checkIntegrity()``.
+    ///
+    /// Damage is always `corrupt` — whether the engine stops on a damaged page or the check completes and
+    /// lists problems — so a caller that only needs "is this store sound" switches on one code:
+    ///
+    /// ```swift
+    /// do {
+    ///     try store.verifyIntegrity()
+    /// } catch let error as LocalStoreError where error.code == .corrupt {
+    ///     // restore from a backup, or delete the store and pull everything again
+    /// }
+    /// ```
+    ///
+    /// - Throws: `corrupt` naming the number of problems and the first few of them; any other error the
+    ///   check itself throws (`closed`, `busy`, `ioError`...) as it comes.
+    @available(*, noasync, message: "blocks the calling thread; use the async overload (top-level code: try await store.run { … })")
+    public func verifyIntegrity() throws {
+        let problems = try checkIntegrity()
+        if let error = IntegrityReport.error(for: problems) { throw error }
+    }
+}
+
+/// The `corrupt` error that reports an integrity check's problems.
+enum IntegrityReport {
+    /// How many problems the message quotes.
+    static let quoted = 5
+
+    static func error(for problems: [String]) -> LocalStoreError? {
+        guard !problems.isEmpty else { return nil }
+        let shown = problems.prefix(quoted).map { $0.count > 300 ? String($0.prefix(300)) + "…" : $0 }
+        let more = problems.count > quoted ? "; and \(problems.count - quoted) more" : ""
+        return LocalStoreError(
+            .corrupt,
+            "the integrity check found \(problems.count) problem\(problems.count == 1 ? "" : "s"): "
+                + shown.joined(separator: "; ") + more)
+    }
+}

@@ -30,8 +30,8 @@
 //   localstore-crash-writer lmdb-walk <path>
 //       The raw LMDB integrity walk, for a caller that has the environment open itself.
 //   localstore-crash-writer integrity <backend> <path>
-//       Opens the store and runs only its integrity check (no reads first): prints "ok", "problems
-//       <n> <first>" or "error <step> <code> <message>".
+//       Opens the store and runs only its integrity check, verifyIntegrity() (no reads first): prints
+//       "ok" or "error <step> <code> <message>".
 //   localstore-crash-writer lookups <backend> <path> <count>
 //       Opens a CrashWorkload store and reads item-1...item-<count> by id (no scans): prints
 //       "lookups found=<n> missing=<n> corrupt=<n> other=<n>" and the first "corrupt"/"other" message.
@@ -247,8 +247,10 @@ case "integrity":
         store = openOrSayWhy(backend(1), arguments[2])
     }
     do {
-        let problems = try Integrity.storeCheck(store) ?? []
-        say(problems.isEmpty ? "ok" : "problems \(problems.count) \(problems[0])")
+        // The typed form: damage found by the check is `corrupt` too, as a caller sees it.
+        guard let checking = store as? any IntegrityChecking else { die("\(arguments[1]) has no integrity check", code: 2) }
+        try checking.verifyIntegrity()
+        say("ok")
     } catch {
         say("error check \(describe(error))")
     }

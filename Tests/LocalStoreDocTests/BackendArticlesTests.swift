@@ -43,6 +43,7 @@ struct BackendArticlesTests {
         #expect(try sqlite.beginPush()?.isInFlight == true)
 
         let problems = try sqlite.checkIntegrity()   // [] when the file is sound
+        try sqlite.verifyIntegrity()                 // the same check; damage throws `corrupt`
         let released = try sqlite.releaseInFlightOperations()   // operations a killed push left in flight
         #expect(problems.isEmpty)
         #expect(released == 1)

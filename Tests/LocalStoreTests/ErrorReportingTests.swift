@@ -51,4 +51,32 @@ struct ErrorReportingTests {
             }
         }
     }
+
+    /// A check that reports what it is given: verifyIntegrity turns a non-empty list into `corrupt`.
+    struct Reporting: IntegrityChecking {
+        var problems: [String]
+        func checkIntegrity() throws -> [String] { problems }
+    }
+
+    @Test("verifyIntegrity: problems are `corrupt` naming them, a sound store passes")
+    func verifyIntegrity() throws {
+        try Reporting(problems: []).verifyIntegrity()
+        let one = #expect(throws: LocalStoreError.self) { try Reporting(problems: ["page 7: bad checksum"]).verifyIntegrity() }
+        #expect(one?.code == .corrupt)
+        #expect(one?.message == "the integrity check found 1 problem: page 7: bad checksum")
+        let many = #expect(throws: LocalStoreError.self) {
+            try Reporting(problems: (1...8).map { "problem \($0)" }).verifyIntegrity()
+        }
+        #expect(many?.code == .corrupt)
+        #expect(many?.message == "the integrity check found 8 problems: problem 1; problem 2; problem 3; problem 4; problem 5; and 3 more")
+        // A sound store passes.
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ls-verify-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let sqlite = try SQLiteStore(path: dir.appendingPathComponent("s.sqlite").path)
+        defer { try? sqlite.close() }
+        try sqlite.defineTable(TableSchema("T", ["id": .string]))
+        try sqlite.upsert([["id": "a"]], into: "T")
+        try sqlite.verifyIntegrity()
+    }
 }
