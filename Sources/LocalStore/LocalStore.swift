@@ -203,6 +203,18 @@ extension LocalStoreAccess {
         return try count(operationTableName, where: Self.itemOperationsPredicate(table: table, itemId: itemId)) > 0
     }
 
+    /// For each of `itemIds`, whether an operation of `table` is queued for it (as
+    /// ``hasPendingOperation(table:itemId:)`` answers), one flag per id: in one call when the backend
+    /// serves it, else id by id.
+    package func pendingFlags(table: String, itemIds: [String]) throws -> [Bool] {
+        if let shortcuts = ShortcutCasts.readShortcuts(self), let flags = try shortcuts.pendingItems(table: table, itemIds: itemIds),
+            flags.count == itemIds.count
+        {
+            return flags
+        }
+        return try itemIds.map { try hasPendingOperation(table: table, itemId: $0) }
+    }
+
     /// The operations of one item of `table`: `table` as bytes, the item id ignoring ASCII case.
     static func itemOperationsPredicate(table: String, itemId: String) -> QueryPredicate {
         Field("table") == .literal(.string(table)) && Field("itemId").equalsIgnoringCase(.literal(.string(itemId)))

@@ -30,9 +30,17 @@ package protocol SystemTableReadShortcuts {
     /// ``TableOperation/init(_:)`` decodes the row `read(table: operations, id: .int(id))` returns; `nil`
     /// when the adopter does not serve the call here. The default returns `nil`.
     func operationRow(id: Int64) throws -> [TableOperation]?
+
+    /// For each of `itemIds`, whether ``itemOperations(table:itemId:)`` would return at least one
+    /// operation — one flag per id, in order — answered in one call (a pulled page asks for all of its
+    /// items at once); `nil` when the adopter does not serve the call here (the caller then asks item by
+    /// item). The default returns `nil`.
+    func pendingItems(table: String, itemIds: [String]) throws -> [Bool]?
 }
 
 extension SystemTableReadShortcuts {
+    /// Not served: ``SystemTableReadShortcuts/pendingItems(table:itemIds:)`` is optional.
+    package func pendingItems(table: String, itemIds: [String]) throws -> [Bool]? { nil }
     /// Not served: ``SystemTableReadShortcuts/itemOperations(table:itemId:)`` is optional.
     package func itemOperations(table: String, itemId: String) throws -> [TableOperation]? { nil }
     /// Not served: ``SystemTableReadShortcuts/operationRow(id:)`` is optional.

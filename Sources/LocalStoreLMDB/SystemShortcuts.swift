@@ -1,3 +1,4 @@
+import CLMDB
 import LocalStore
 
 // LMDB adopts the core's system-table shortcuts (`SystemTableReadShortcuts`, `SystemTableShortcuts`).
@@ -25,6 +26,11 @@ extension LMDBStore: SystemTableReadShortcuts {
         let operations = systemTableNames.operations
         return try environment.read(tracker: changeTracker) { try $0.itemOperations(operations, table: table, itemId: itemId) }
     }
+    package func pendingItems(table: String, itemIds: [String]) throws -> [Bool]? {
+        try checkOpen()
+        let operations = systemTableNames.operations
+        return try environment.read(tracker: changeTracker) { try $0.pendingItems(operations, table: table, itemIds: itemIds) }
+    }
 }
 
 extension LMDBTransaction: SystemTableShortcuts {
@@ -37,6 +43,9 @@ extension LMDBTransaction: SystemTableShortcuts {
     func configValue(id: String) throws -> Value? { try genericConfigValue(id: id) }
     func itemOperations(table: String, itemId: String) throws -> [TableOperation]? {
         try checkedContext().itemOperations(systemTableNames.operations, table: table, itemId: itemId)
+    }
+    func pendingItems(table: String, itemIds: [String]) throws -> [Bool]? {
+        try checkedContext().pendingItems(systemTableNames.operations, table: table, itemIds: itemIds)
     }
     func largestOperationId() throws -> Int64? {
         guard let found = try checkedContext().queueEdge(systemTableNames.operations, after: nil) else {
@@ -166,7 +175,18 @@ extension TxnContext {
     /// when its `table` has `table`'s bytes and its `itemId` equals `itemId` ignoring ASCII case (a
     /// truncated key can put another item's entry in the range), then put in id order. `nil` when there
     /// is no such table, column or index: the caller then runs the generic query.
-    func itemOperations(_ operations: String, table: String, itemId: String) throws -> [TableOperation]? {
+    /// What the item lookups of the operations table need, found once per call: the table, its `table` and
+    /// `itemId` columns and the index led by them, and the handles. `nil` when the table does not have that
+    /// shape (the caller then runs the generic query).
+    private struct QueueItemIndex {
+        let schema: TableSchema
+        let tableColumn: Int
+        let itemColumn: Int
+        let primary: MDB_dbi
+        let index: MDB_dbi
+    }
+
+    private func queueItemIndex(_ operations: String) throws -> QueueItemIndex? {
         guard let t = catalog.table(operations) else { return nil }
         let schema = t.schema
         guard let tableColumn = schema.index(ofColumn: "table"), let itemColumn = schema.index(ofColumn: "itemId"),
@@ -178,27 +198,69 @@ extension TxnContext {
                     && $0.components[1] == .init(column: itemColumn, noCase: true)
             })
         else { return nil }
-        var lower: [UInt8] = []
-        KeyCodec.appendComponent(.string(table), into: &lower)
+        return QueueItemIndex(
+            schema: schema, tableColumn: tableColumn, itemColumn: itemColumn, primary: try handle(t.database), index: try handle(index.database))
+    }
+
+    /// Walks the index entries of `(table, itemId)` and calls `body` with each row whose `table` has
+    /// `table`'s bytes and whose `itemId` equals `itemId` ignoring ASCII case (a truncated key can put
+    /// another item's entry in the range), until `body` returns `false`.
+    private func forEachItemOperation(
+        _ q: QueueItemIndex, table tableBytes: [UInt8], tablePrefix: [UInt8], itemId: String, _ body: ([Value]) -> Bool
+    ) throws {
+        var lower = tablePrefix
         KeyCodec.appendNoCaseComponent(.string(itemId), into: &lower)
         let range = KeyRange(lower: lower, upper: KeyCodec.successor(lower)).stored
-        let primary = try handle(t.database)
-        let tableBytes = Array(table.utf8)
-        var rows: [[Value]] = []
-        try withRange(try handle(index.database), lower: range.lower, upper: range.upper, descending: false) { cursor in
+        try withRange(q.index, lower: range.lower, upper: range.upper, descending: false) { cursor in
             while let (_, storedKey) = try cursor.next() {
-                guard let row = try withValue(primary, raw: storedKey, { try RecordCodec.decode($0, schema: schema).row }) else {
-                    throw LMDBErrors.danglingIndexEntry(table: schema.name)
+                guard let row = try withValue(q.primary, raw: storedKey, { try RecordCodec.decode($0, schema: q.schema).row }) else {
+                    throw LMDBErrors.danglingIndexEntry(table: q.schema.name)
                 }
-                guard case .string(let name) = row[tableColumn], name.utf8.elementsEqual(tableBytes),
-                    case .string(let id) = row[itemColumn], Collation.compareNoCase(id, itemId) == 0
+                guard case .string(let name) = row[q.tableColumn], name.utf8.elementsEqual(tableBytes),
+                    case .string(let id) = row[q.itemColumn], Collation.compareNoCase(id, itemId) == 0
                 else { continue }
-                rows.append(row)
+                if !body(row) { return }
             }
         }
-        if rows.count > 1 {
-            rows.sort { Collation.compare($0[schema.idIndex], $1[schema.idIndex]) < 0 }
+    }
+
+    func itemOperations(_ operations: String, table: String, itemId: String) throws -> [TableOperation]? {
+        guard let q = try queueItemIndex(operations) else { return nil }
+        var prefix: [UInt8] = []
+        KeyCodec.appendComponent(.string(table), into: &prefix)
+        var rows: [[Value]] = []
+        try forEachItemOperation(q, table: Array(table.utf8), tablePrefix: prefix, itemId: itemId) { row in
+            rows.append(row)
+            return true
         }
-        return rows.compactMap { TableOperation(TxnContext.item(row: $0, of: schema)) }
+        if rows.count > 1 {
+            rows.sort { Collation.compare($0[q.schema.idIndex], $1[q.schema.idIndex]) < 0 }
+        }
+        return rows.compactMap { TableOperation(TxnContext.item(row: $0, of: q.schema)) }
+    }
+
+    /// ``SystemTableReadShortcuts/pendingItems(table:itemIds:)``: the operations table, its index and
+    /// handles found once; when no index entry at all starts with `table`'s key (no operation of the
+    /// table is queued: one seek), every flag is `false`; otherwise each id's range is read until one
+    /// row passes the checks of ``itemOperations(_:table:itemId:)``.
+    func pendingItems(_ operations: String, table: String, itemIds: [String]) throws -> [Bool]? {
+        guard let q = try queueItemIndex(operations) else { return nil }
+        var prefix: [UInt8] = []
+        KeyCodec.appendComponent(.string(table), into: &prefix)
+        let whole = KeyRange(lower: prefix, upper: KeyCodec.successor(prefix)).stored
+        if let lower = whole.lower, !lower.isEmpty,
+            try countKeys(q.index, lower: lower, upper: whole.upper, limit: 1) == 0
+        {
+            return Array(repeating: false, count: itemIds.count)
+        }
+        let tableBytes = Array(table.utf8)
+        return try itemIds.map { itemId in
+            var found = false
+            try forEachItemOperation(q, table: tableBytes, tablePrefix: prefix, itemId: itemId) { _ in
+                found = true
+                return false
+            }
+            return found
+        }
     }
 }

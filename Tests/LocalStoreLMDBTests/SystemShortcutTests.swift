@@ -172,4 +172,45 @@ struct LMDBSystemShortcutTests {
         }
         #expect(try store.itemOperations(table: "T", itemId: "a")?.map(\.itemId) == ["a", "A", "a"])
     }
+
+    @Test("which items of a page have operations, in one call, against the generic query")
+    func pendingItems() throws {
+        let dir = try TempDirectory()
+        let store = try LMDBStore(path: dir.storePath)
+        defer { try? store.close() }
+        let long = String(repeating: "x", count: 600)
+        let longTable = String(repeating: "L", count: 120)
+        let items = ["a", "A", "b", "é", long + "1", long.uppercased() + "2", "", "a\u{0}"]
+        for table in ["T", "t", longTable] {
+            for itemId in items.prefix(table == "t" ? 2 : items.count) {
+                _ = try store.appendOperation(table: table, itemId: itemId)
+            }
+        }
+        let probes = items + ["B", "c", long, long + "2", "É", "a\u{0}b"]
+        // Tables with operations, one differing only in case, a long name sharing a prefix, none at all.
+        for table in ["T", "t", "T2", longTable, longTable + "M", "Empty"] {
+            let expected = try probes.map { id in
+                try store.count(
+                    Self.names.operations,
+                    where: Field("table") == .literal(.string(table)) && Field("itemId").equalsIgnoringCase(.literal(.string(id)))) > 0
+            }
+            #expect(try store.pendingItems(table: table, itemIds: probes) == expected, "store, \(table.prefix(8))")
+            #expect(try store.pendingFlags(table: table, itemIds: probes) == expected, "flags, \(table.prefix(8))")
+            try store.write { tx in
+                let shortcut = try #require(tx as? LMDBTransaction)
+                #expect(try shortcut.pendingItems(table: table, itemIds: probes) == expected, "transaction, \(table.prefix(8))")
+            }
+        }
+        // Inside a write, the transaction's own new operation is seen (also by the empty-table seek).
+        #expect(throws: CancellationError.self) {
+            try store.write { tx in
+                let shortcut = try #require(tx as? LMDBTransaction)
+                #expect(try shortcut.pendingItems(table: "Empty", itemIds: ["q", "Q", "r"]) == [false, false, false])
+                _ = try tx.appendOperation(table: "Empty", itemId: "q")
+                #expect(try shortcut.pendingItems(table: "Empty", itemIds: ["q", "Q", "r"]) == [true, true, false])
+                throw CancellationError()
+            }
+        }
+        #expect(try store.pendingItems(table: "T", itemIds: []) == [])
+    }
 }

@@ -36,6 +36,21 @@ extension ConformanceSuite {
             try expectNil(try store.read(table: "QItem", id: "gone"), "a soft delete")
             try expectEqual(try store.read(table: "QItem", id: "kept")?["text"], "k", "rows not in the page are untouched")
 
+            // Every spelling of a pending id is skipped, also twice in one page; an id pending in another
+            // table is not (a table with no queued operation at all included).
+            let again = try store.applyPulledPage(
+                [["id": "Mine", "text": "a"], ["id": "kept", "text": "k2"], ["id": "mINE", "text": "b"]], into: "QItem")
+            try expectEqual(again.skipped, ["Mine", "mINE"], "every spelling of a pending id skipped")
+            try expectEqual(again.upserted, 1, "the other item upserted")
+            try expectEqual(try store.read(table: "QItem", id: "mine")?["text"], "local edit", "the local change still wins")
+            try store.defineTable(TableSchema("QOther", ["id": .string, "text": .string]))
+            let other = try store.applyPulledPage([["id": "mine", "text": "other table"]], into: "QOther")
+            try expectEqual(other.skipped, [], "an id pending in another table is not skipped")
+            try expectEqual(try store.read(table: "QOther", id: "mine")?["text"], "other table", "upserted in the other table")
+            try store.enqueue(.insert, ["id": "o1", "text": "x"], into: "QOther")
+            let mixed = try store.applyPulledPage([["id": "O1", "text": "s"], ["id": "mine", "text": "s"]], into: "QOther")
+            try expectEqual(mixed.skipped, ["O1"], "once the table has a queued operation, only its item is skipped")
+
             // The token only moves forward; without a query id no token is written.
             let older = try store.applyPulledPage([["id": "late", "updatedAt": .date(t1)]], into: "QItem", queryId: "all")
             try expectEqual(older.deltaToken, DeltaTokenFormat.date(from: "2023-11-14T22:13:22.250Z"), "an older page does not move the token back")
