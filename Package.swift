@@ -24,7 +24,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
-        // The loopback table service of the HTTP transports' tests (test targets only).
+        // The loopback table service of the HTTP tests (LocalStoreLoopbackService: test targets only).
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
     ] + documentationDependencies,
     targets: [
@@ -45,12 +45,21 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        // The loopback table service (Hummingbird on 127.0.0.1, both protocols, backed by a LocalStore store)
+        // that the HTTP tests sync against. Test support: in no product, a dependency of test targets only.
+        .target(
+            name: "LocalStoreLoopbackService",
+            dependencies: [
+                "LocalStore", "LocalStoreSync", "LocalStoreSyncHTTP", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            path: "Tests/LocalStoreLoopbackService"
+        ),
         .testTarget(
             name: "LocalStoreSyncTests",
             dependencies: [
                 "LocalStore", "LocalStoreSync", "LocalStoreSyncHTTP", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB",
-                "TodoSyncKit", "todo-sync", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
+                "TodoSyncKit", "todo-sync", "LocalStoreLoopbackService",
             ]
         ),
         .systemLibrary(
