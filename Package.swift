@@ -139,15 +139,25 @@ let package = Package(
                 "LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB", "LocalStoreSync", "CSQLite", "CLMDB",
             ]
         ),
-        .executableTarget(name: "localstore-crash-writer", dependencies: ["LocalStore", "LocalStoreLMDB", "LocalStoreReliability", "CPowerLoss"]),
+        // `sync … --service URL` talks HTTP (LocalStoreSyncHTTP, AsyncHTTPClient/NIO): its socket writes go
+        // through CPowerLoss's write/writev/close interposers, which only forward to libc in that mode (nothing
+        // records or fails before powerloss_start / powerloss_fault_arm, which only other modes call).
+        .executableTarget(
+            name: "localstore-crash-writer",
+            dependencies: ["LocalStore", "LocalStoreLMDB", "LocalStoreReliability", "LocalStoreSync", "LocalStoreSyncHTTP", "CPowerLoss"]
+        ),
         .executableTarget(name: "localstore-fuzz", dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreReliability"]),
         // The crash tests run localstore-crash-writer as a child process. It is deliberately not a dependency:
         // a test target's executable dependencies are linked into the test bundle, and with it CPowerLoss's
         // libc interposers, which every test's I/O would then go through. `swift build --build-tests` (make
-        // test) builds it next to the bundle.
+        // test) builds it next to the bundle. The sync crash test over HTTP runs the loopback service in the
+        // test process.
         .testTarget(
             name: "LocalStoreReliabilityTests",
-            dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreReliability", "LocalStoreSync"]
+            dependencies: [
+                "LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreReliability", "LocalStoreSync", "LocalStoreSyncHTTP",
+                "LocalStoreLoopbackService",
+            ]
         ),
         // The example sync client (Examples/TodoSync/README.md); `make test` runs it on every backend.
         .target(name: "TodoSyncKit", dependencies: ["LocalStore", "LocalStoreSync"], path: "Examples/TodoSync/Sources/TodoSyncKit"),
