@@ -11,7 +11,8 @@ BENCH_PROCESSES ?= 3
 # the stress sizes, and the fuzzer's arguments (localstore-fuzz --queries N --records N --odata N --seed S).
 RELIABILITY_FLAGS ?=
 STRESS_KILLS ?= 500
-# SIGKILLs per persistent backend of a client syncing against a file-backed service (docs/reliability.md).
+# SIGKILLs per persistent backend of a client syncing against a file-backed service, in its process and over
+# HTTP in each protocol (docs/reliability.md, "Sync under SIGKILL").
 STRESS_SYNC_KILLS ?= 300
 # Power-loss crash states per profile (two profiles per persistent backend, docs/reliability.md).
 STRESS_POWERLOSS_STATES ?= 600
@@ -45,7 +46,7 @@ bench: deps
 	$$($(SWIFT) build -c release --show-bin-path)/localstore bench --processes $(BENCH_PROCESSES) $(BENCH_ARGS)
 
 # The long reliability run: 500 SIGKILLs per persistent backend (a fresh store every 100), 300 SIGKILLs of a
-# syncing client per persistent backend, every write/sync/truncate call of the fault workload failed once
+# syncing client per persistent backend (+ 300 per backend and protocol over HTTP), every write/sync/truncate call of the fault workload failed once
 # with EIO and once with ENOSPC, 60 + 60 damaged pages per backend, 8 threads x
 # 5000 operations, 2 processes x 2000 transactions, every hostile-input case, 1,200 simulated power-loss
 # crash states per persistent backend; prints the totals.

@@ -24,7 +24,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
-        // The loopback table service of the HTTP transports' tests (test targets only).
+        // The loopback table service of the HTTP tests (LocalStoreLoopbackService: test targets only).
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
     ] + documentationDependencies,
     targets: [
@@ -45,12 +45,21 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        // The loopback table service (Hummingbird on 127.0.0.1, both protocols, backed by a LocalStore store)
+        // that the HTTP tests sync against. Test support: in no product, a dependency of test targets only.
+        .target(
+            name: "LocalStoreLoopbackService",
+            dependencies: [
+                "LocalStore", "LocalStoreSync", "LocalStoreSyncHTTP", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            path: "Tests/LocalStoreLoopbackService"
+        ),
         .testTarget(
             name: "LocalStoreSyncTests",
             dependencies: [
                 "LocalStore", "LocalStoreSync", "LocalStoreSyncHTTP", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB",
-                "TodoSyncKit", "todo-sync", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
+                "TodoSyncKit", "todo-sync", "LocalStoreLoopbackService",
             ]
         ),
         .systemLibrary(
@@ -130,15 +139,25 @@ let package = Package(
                 "LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB", "LocalStoreSync", "CSQLite", "CLMDB",
             ]
         ),
-        .executableTarget(name: "localstore-crash-writer", dependencies: ["LocalStore", "LocalStoreLMDB", "LocalStoreReliability", "CPowerLoss"]),
+        // `sync … --service URL` talks HTTP (LocalStoreSyncHTTP, AsyncHTTPClient/NIO): its socket writes go
+        // through CPowerLoss's write/writev/close interposers, which only forward to libc in that mode (nothing
+        // records or fails before powerloss_start / powerloss_fault_arm, which only other modes call).
+        .executableTarget(
+            name: "localstore-crash-writer",
+            dependencies: ["LocalStore", "LocalStoreLMDB", "LocalStoreReliability", "LocalStoreSync", "LocalStoreSyncHTTP", "CPowerLoss"]
+        ),
         .executableTarget(name: "localstore-fuzz", dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreReliability"]),
         // The crash tests run localstore-crash-writer as a child process. It is deliberately not a dependency:
         // a test target's executable dependencies are linked into the test bundle, and with it CPowerLoss's
         // libc interposers, which every test's I/O would then go through. `swift build --build-tests` (make
-        // test) builds it next to the bundle.
+        // test) builds it next to the bundle. The sync crash test over HTTP runs the loopback service in the
+        // test process.
         .testTarget(
             name: "LocalStoreReliabilityTests",
-            dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreReliability", "LocalStoreSync"]
+            dependencies: [
+                "LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreReliability", "LocalStoreSync", "LocalStoreSyncHTTP",
+                "LocalStoreLoopbackService",
+            ]
         ),
         // The example sync client (Examples/TodoSync/README.md); `make test` runs it on every backend.
         .target(name: "TodoSyncKit", dependencies: ["LocalStore", "LocalStoreSync"], path: "Examples/TodoSync/Sources/TodoSyncKit"),

@@ -4,11 +4,12 @@ import LocalStoreSQLite
 import LocalStoreSync
 
 /// The sync crash test's workload (docs/reliability.md, "Sync under SIGKILL"): a client process edits
-/// its store and syncs it with a file-backed ``InMemoryTableService`` at the same time, and is killed
-/// at random moments. Every edit is printed after `enqueue` returned, so a printed edit is committed;
-/// after the last kill the test syncs once more and checks that the service and the client hold the
-/// newest printed edit of every item, with no conflict recorded (an operation pushed with a stale
-/// version would be one).
+/// its store and syncs it with a file-backed ``InMemoryTableService`` at the same time — in its own
+/// process, or over HTTP through the test's loopback service — and is killed at random moments.
+/// Every edit is printed after `enqueue` returned, so a printed edit is committed; after the last
+/// kill the test syncs once more and checks that the service and the client hold the newest printed
+/// edit of every item, with no conflict recorded (an operation pushed with a stale version would be
+/// one).
 public enum SyncCrashWorkload {
     /// The client's and the service's table.
     public static let schema = TableSchema(
@@ -56,15 +57,18 @@ public enum SyncCrashWorkload {
         }
     }
 
-    /// The child: edits and syncs until killed. Edit texts are `e<seq>` with seq = `run` × 1,000,000 + n,
-    /// so texts never repeat across runs. Prints "ready", then one line per committed edit.
+    /// The child: edits and syncs through `transport` (the service opened with ``openService(path:)``, or
+    /// an HTTP transport to the test's loopback service) until killed. Edit texts are `e<seq>` with seq =
+    /// `run` × 1,000,000 + n, so texts never repeat across runs. Prints `unanswered <n>` (operations the
+    /// previous run sent and never read the answer of), "ready", then one line per committed edit.
     public static func runChild(
-        client: any LocalStore, servicePath: String, run: Int, seed: UInt64, say: @escaping @Sendable (String) -> Void
+        client: any LocalStore, transport: any SyncTransport, run: Int, seed: UInt64, say: @escaping @Sendable (String) -> Void
     ) async throws {
         try await client.defineTable(schema)
-        let service = try await openService(path: servicePath)
-        let sync = SyncContext(store: client, transport: service, conflicts: ConflictPolicy.manual, settings: SyncSettings(pageSize: 20))
+        let sync = SyncContext(store: client, transport: transport, conflicts: ConflictPolicy.manual, settings: SyncSettings(pageSize: 20))
         var live = try await client.read(Query(schema.name)).items.compactMap(\.stringId)
+        // Operations the killed run had sent without reading the answer (the next push asks the service).
+        say("unanswered \(try await client.operationsMayBeOnServer().count)")
         say("ready")
         let syncer = Task {
             while !Task.isCancelled {
@@ -104,15 +108,24 @@ public enum SyncCrashWorkload {
     /// After the last kill: syncs `client` with the service until its queue is empty, then compares
     /// both with the printed edits. Returns the problems found (empty when none).
     public static func verify(client: any LocalStore, servicePath: String, edits: [Edit]) async throws -> [String] {
-        try await client.defineTable(schema)
         let service = try await openService(path: servicePath)
-        let problems = try await check(client: client, service: service, edits: edits)
+        let problems = try await verify(client: client, service: service, through: service, edits: edits)
         try await service.store.close()
         return problems
     }
 
-    private static func check(client: any LocalStore, service: InMemoryTableService, edits: [Edit]) async throws -> [String] {
-        let sync = SyncContext(store: client, transport: service, conflicts: ConflictPolicy.manual)
+    /// After the last kill: syncs `client` through `transport` (the way the child reached `service`,
+    /// e.g. HTTP) until its queue is empty, then compares `service`'s rows and the client's with the
+    /// printed edits. Returns the problems found (empty when none).
+    public static func verify(
+        client: any LocalStore, service: InMemoryTableService, through transport: any SyncTransport, edits: [Edit]
+    ) async throws -> [String] {
+        try await client.defineTable(schema)
+        return try await check(client: client, service: service, transport: transport, edits: edits)
+    }
+
+    private static func check(client: any LocalStore, service: InMemoryTableService, transport: any SyncTransport, edits: [Edit]) async throws -> [String] {
+        let sync = SyncContext(store: client, transport: transport, conflicts: ConflictPolicy.manual)
         var problems: [String] = []
         for _ in 0..<5 where try await client.pendingOperationCount() > 0 {
             _ = try await sync.push()

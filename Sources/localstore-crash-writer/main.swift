@@ -35,10 +35,14 @@
 //   localstore-crash-writer lookups <backend> <path> <count>
 //       Opens a CrashWorkload store and reads item-1...item-<count> by id (no scans): prints
 //       "lookups found=<n> missing=<n> corrupt=<n> other=<n>" and the first "corrupt"/"other" message.
-//   localstore-crash-writer sync <backend> <client path> <service path> <run> <seed>
+//   localstore-crash-writer sync <backend> <client path> <service path> <run> <seed> [--service <URL> --protocol <p>]
 //       SyncCrashWorkload.runChild: opens the client store and the SQLite-backed table service, prints
-//       "ready", then edits the client store ("edit <seq> <kind> <id>" after each enqueue returned)
-//       while a SyncContext pushes and pulls, until killed.
+//       "unanswered <n>" (operations sent before the last kill, answer never read) and "ready", then edits the client store ("edit <seq> <kind> <id>" after each enqueue returned)
+//       while a SyncContext pushes and pulls, until killed. With --service the client syncs over HTTP
+//       (HTTPSyncTransport) with the service at <URL> (the test's loopback service, which serves the
+//       store at <service path>; this process does not open it) in protocol <p>: azureMobileApps
+//       (2.0.0) or datasync (3.0.0). Its socket writes go through CPowerLoss's interposers, which
+//       forward to libc untouched in this mode (no recording or fault is ever started).
 //   localstore-crash-writer faults <backend> <path> <at> <EIO|ENOSPC>
 //       FaultWorkload: opens the store (SQL backends through the fault VFS), prints "ready", then runs
 //       the workload's steps with the <at>-th write, sync or truncate call on the store's files failing
@@ -57,6 +61,8 @@ import Foundation
 import LocalStore
 import LocalStoreLMDB
 import LocalStoreReliability
+import LocalStoreSync
+import LocalStoreSyncHTTP
 import CPowerLoss
 #if canImport(Glibc)
 import Glibc
@@ -146,14 +152,32 @@ case "crash":
     }
 
 case "sync":
-    guard arguments.count >= 6, let run = Int(arguments[4]), let seed = UInt64(arguments[5]) else {
-        die("usage: sync <backend> <client path> <service path> <run> <seed>", code: 2)
+    let syncUsage = "usage: sync <backend> <client path> <service path> <run> <seed> [--service <URL> --protocol azureMobileApps|datasync]"
+    guard arguments.count == 6 || arguments.count == 10, let run = Int(arguments[4]), let seed = UInt64(arguments[5]) else {
+        die(syncUsage, code: 2)
+    }
+    // Over HTTP: --service <URL> --protocol <p>, in either order.
+    let http: (url: String, wire: SyncServiceProtocol)?
+    if arguments.count == 10 {
+        var flags: [String: String] = [:]
+        for i in stride(from: 6, to: 10, by: 2) { flags[arguments[i]] = arguments[i + 1] }
+        let known: [String: SyncServiceProtocol] = ["azureMobileApps": .azureMobileApps, "datasync": .datasync]
+        guard flags.count == 2, let url = flags["--service"], let p = flags["--protocol"].flatMap({ known[$0] }) else { die(syncUsage, code: 2) }
+        http = (url, p)
+    } else {
+        http = nil
     }
     let client = openOrSayWhy(backend(1), arguments[2])
     let servicePath = arguments[3]
     Task {
         do {
-            try await SyncCrashWorkload.runChild(client: client, servicePath: servicePath, run: run, seed: seed, say: { say($0) })
+            let transport: any SyncTransport
+            if let http {
+                transport = HTTPSyncTransport(.init(baseURL: http.url, protocol: http.wire, timeout: .seconds(20)), schemas: client)
+            } else {
+                transport = try await SyncCrashWorkload.openService(path: servicePath)
+            }
+            try await SyncCrashWorkload.runChild(client: client, transport: transport, run: run, seed: seed, say: { say($0) })
             say("done")
             exit(0)
         } catch {

@@ -112,6 +112,15 @@ func onBigStack<T: Sendable>(_ megabytes: Int = 256, _ body: @escaping @Sendable
 
 final class ResultBox<T>: @unchecked Sendable { var result: Result<T, any Error>? }
 
+/// Runs `body`, which blocks (waits for a child process, sleeps), on a new thread and awaits its result,
+/// so that it takes no thread of Swift's cooperative pool (an in-process service answering on that pool,
+/// such as the loopback HTTP service, keeps answering meanwhile).
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { (done: CheckedContinuation<T, any Error>) in
+        Thread.detachNewThread { done.resume(with: Result { try body() }) }
+    }
+}
+
 
 /// SHA-like fingerprint of a file or directory (path → bytes), to prove nothing was written.
 func fingerprint(_ path: String) -> [String: [UInt8]] {

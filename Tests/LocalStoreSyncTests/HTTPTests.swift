@@ -2,6 +2,7 @@ import Foundation
 import LocalStore
 import LocalStoreSync
 import LocalStoreSyncHTTP
+import LocalStoreLoopbackService
 import LocalStoreSQLCipher
 import TodoSyncKit
 import Testing

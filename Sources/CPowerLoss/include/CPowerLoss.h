@@ -7,6 +7,11 @@
 //  - libc interposers (pwrite, write, writev, fsync, fdatasync, ftruncate, mkdir, close) defined in the
 //    executable, which shared libraries such as liblmdb bind to, for files under the recorded root and
 //    for directory fsyncs. They forward to libc and record nothing until powerloss_start().
+//
+// Every write/writev/close of the process goes through the interposers, sockets included: in
+// `localstore-crash-writer sync --service` AsyncHTTPClient/NIO's socket writes do. That mode calls neither
+// powerloss_start nor powerloss_fault_arm, so there each interposer is an atomic load or two (recording
+// off, no fault armed) and the libc call, its result and errno untouched.
 #ifndef CPOWERLOSS_H
 #define CPOWERLOSS_H
 #include <stdint.h>

@@ -8,43 +8,56 @@ import NIOCore
 import Synchronization
 
 /// A table service on 127.0.0.1 that speaks both wire protocols over HTTP (docs/sync-http.md), backed
-/// by an ``InMemoryTableService`` (and so by a LocalStore store): the HTTP transports' tests run the
-/// sync engine against it. Every request is recorded (method, path, query, headers, body) so that the
+/// by an ``InMemoryTableService`` (and so by a LocalStore store): the HTTP transports' tests
+/// (LocalStoreSyncTests) and the sync crash test over HTTP (LocalStoreReliabilityTests) run the sync
+/// engine against it. Every request is recorded (method, path, query, headers, body) so that the
 /// tests can hold each one to the documented form, and the next matching request can be made to lose
 /// its connection, before or after the service applied it.
-final class LoopbackService: Sendable {
+///
+/// A test-support target (Hummingbird): only test targets depend on it, no library product does.
+public final class LoopbackService: Sendable {
     /// One request as received.
-    struct Recorded: Sendable, CustomStringConvertible {
-        var method: String
-        var path: String
-        var query: String?
-        var headers: [String: String]
-        var body: String
-        var description: String { "\(method) \(path)\(query.map { "?" + $0 } ?? "")" }
+    public struct Recorded: Sendable, CustomStringConvertible {
+        public var method: String
+        public var path: String
+        public var query: String?
+        public var headers: [String: String]
+        public var body: String
+        public var description: String { "\(method) \(path)\(query.map { "?" + $0 } ?? "")" }
     }
 
     /// When a dropped connection happens: before the service applies the request, or after (the
     /// answer is lost); or the request stalls (no answer for 4 s, nothing applied).
-    enum Drop: Sendable { case beforeApplying, afterApplying, stall }
+    public enum Drop: Sendable { case beforeApplying, afterApplying, stall }
 
-    let service: InMemoryTableService
-    let serviceProtocol: SyncServiceProtocol
+    /// The service the requests are applied to.
+    public let service: InMemoryTableService
+    /// The wire protocol the service speaks.
+    public let serviceProtocol: SyncServiceProtocol
     private let state = Mutex<(recorded: [Recorded], drops: [(method: String, pathPrefix: String, when: Drop)])>(([], []))
     private let task: Mutex<Task<Void, any Error>?> = Mutex(nil)
-    let port: Int
+    /// The port on 127.0.0.1.
+    public let port: Int
 
-    var baseURL: String { "http://127.0.0.1:\(port)" }
-    var requests: [Recorded] { state.withLock { $0.recorded } }
+    /// `http://127.0.0.1:<port>`.
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+    /// Every request received so far, in order.
+    public var requests: [Recorded] { state.withLock { $0.recorded } }
 
     /// Starts the service on a free port of 127.0.0.1.
-    static func start(_ service: InMemoryTableService, protocol p: SyncServiceProtocol) async throws -> LoopbackService {
+    public static func start(_ service: InMemoryTableService, protocol p: SyncServiceProtocol) async throws -> LoopbackService {
         let (stream, continuation) = AsyncStream<Int>.makeStream()
         let handlerBox = Mutex<LoopbackService?>(nil)
         let router = Router(context: LoopbackContext.self)
-        router.on("tables/{table}", method: .get) { request, context in try await handlerBox.withLock { $0 }!.handle(request, context) }
-        router.on("tables/{table}", method: .post) { request, context in try await handlerBox.withLock { $0 }!.handle(request, context) }
+        // A request that arrives before the service object exists (the port is new; not expected) is a 503.
+        let route: @Sendable (Request, LoopbackContext) async throws -> Response = { request, context in
+            guard let handler = handlerBox.withLock({ $0 }) else { return Response(status: .serviceUnavailable) }
+            return try await handler.handle(request, context)
+        }
+        router.on("tables/{table}", method: .get, use: route)
+        router.on("tables/{table}", method: .post, use: route)
         for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete] {
-            router.on("tables/{table}/{id}", method: method) { request, context in try await handlerBox.withLock { $0 }!.handle(request, context) }
+            router.on("tables/{table}/{id}", method: method, use: route)
         }
         let app = Application(
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
@@ -68,14 +81,14 @@ final class LoopbackService: Sendable {
     }
 
     /// Stops the server.
-    func stop() async {
+    public func stop() async {
         let task = self.task.withLock { $0 }
         task?.cancel()
         _ = try? await task?.value
     }
 
     /// The next request with `method` whose path starts with `pathPrefix` loses its connection.
-    func dropNext(_ method: String, pathPrefix: String, _ when: Drop) {
+    public func dropNext(_ method: String, pathPrefix: String, _ when: Drop) {
         state.withLock { $0.drops.append((method, pathPrefix, when)) }
     }
 
@@ -204,8 +217,8 @@ final class LoopbackService: Sendable {
         let rows = JSON.array(result.items.map(ItemJSON.object))
         if serviceProtocol == .azureMobileApps {
             var response = json(.ok, request.query.includeTotalCount ? .object(["results": rows, "count": .int(Int64(result.items.count))]) : rows)
-            if let top = q.top, result.items.count == top, (asked ?? .max) > top {
-                response.headers[HTTPField.Name("Link")!] = "\(baseURL)/tables/\(table)?$skip=\(q.skip + top); rel=next"
+            if let top = q.top, result.items.count == top, (asked ?? .max) > top, let link = HTTPField.Name("Link") {
+                response.headers[link] = "\(baseURL)/tables/\(table)?$skip=\(q.skip + top); rel=next"
             }
             return response
         }
