@@ -535,7 +535,8 @@ extension LocalStoreAccess {
 
     /// Removes the recorded push errors of `op` (a collapse changed it: they describe a push of what it was).
     func removeErrors(of op: QueuedOperation) throws {
-        try delete(matching: Query(systemTableNames.errors, where: Field("operationId") == .literal(.int(op.id))))
+        if let shortcuts = ShortcutCasts.shortcuts(self) { return try shortcuts.removeOperationErrors(operationId: op.id) }
+        try genericRemoveOperationErrors(operationId: op.id)
     }
 
     /// The item's operations queued after `op` (id order).

@@ -91,6 +91,10 @@ package protocol SystemTableShortcuts: SystemTableReadShortcuts {
     /// Deletes the operation `id` and its errors, as `delete(ids: [.int(id)], from: operations)` followed
     /// by `delete(matching: Query(errors, where: operationId == id))`.
     func removeOperationAndErrors(id: Int64) throws
+
+    /// Deletes the errors of operation `operationId`, as `delete(matching: Query(errors, where:
+    /// operationId == id))`. The default runs that delete.
+    func removeOperationErrors(operationId: Int64) throws
 }
 
 /// Writes of the system tables that a store makes outside any transaction of its caller, each one statement
@@ -114,6 +118,11 @@ extension SystemTableShortcuts {
 // The generic calls each shortcut replaces: what the conveniences run when no shortcut is adopted, and
 // what an adopter without a faster path for one of them runs (LMDB).
 extension LocalStoreAccess {
+    /// ``SystemTableShortcuts/removeOperationErrors(operationId:)`` through `delete(matching:)`.
+    package func genericRemoveOperationErrors(operationId: Int64) throws {
+        try delete(matching: Query(systemTableNames.errors, where: Field("operationId") == .literal(.int(operationId))))
+    }
+
     /// ``SystemTableReadShortcuts/firstOperation(after:)`` through `read(_:)`.
     package func genericFirstOperation(after id: Int64) throws -> TableOperation? {
         try read(Query(systemTableNames.operations, where: Field("id") > .literal(.int(id)), sort: [SortKey("id")], top: 1))

@@ -60,6 +60,15 @@ extension LMDBTransaction: SystemTableShortcuts {
     /// The generic removal — unless the push left no errors (the common case), which an empty range of the
     /// errors table's `operationId` index answers: then only the operation is deleted, no delete of its
     /// errors planned.
+    /// Nothing to delete when the push left no errors (the common case: an edit collapsing into a queued
+    /// operation), which an empty range of the errors table's `operationId` index answers; else the
+    /// generic delete.
+    func removeOperationErrors(operationId: Int64) throws {
+        guard try checkedContext().hasNoOperationErrors(systemTableNames.errors, operationId: operationId) == true else {
+            return try genericRemoveOperationErrors(operationId: operationId)
+        }
+    }
+
     func removeOperationAndErrors(id: Int64) throws {
         guard try checkedContext().hasNoOperationErrors(systemTableNames.errors, operationId: id) == true else {
             return try genericRemoveOperationAndErrors(id: id)

@@ -1181,6 +1181,8 @@ extension SQLTransaction: SystemTableShortcuts {
         }
     }
 
+    func removeOperationErrors(operationId: Int64) throws { try genericRemoveOperationErrors(operationId: operationId) }
+
     func removeOperationAndErrors(id: Int64) throws {
         guard try access(writes: false, { try session.systemStatements() != nil }) else {
             try delete(ids: [.int(id)], from: names.operations)
