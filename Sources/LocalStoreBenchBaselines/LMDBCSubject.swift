@@ -37,6 +37,9 @@ public final class LMDBCSubject: BenchSubject {
         var errors: MDB_dbi = 0
         var errorsByOperation: MDB_dbi = 0
         var config: MDB_dbi = 0
+        /// The config entries by `table`, a 0 byte, `key`, a 0 byte, the key type (8 bytes big-endian), the
+        /// entry's key as data: the `(table, key, keyType)` index LocalStore keeps on its config table.
+        var configByPair: MDB_dbi = 0
     }
 
     /// Opens (creating) the environment in `directory/lmdb-c`.
@@ -93,6 +96,7 @@ public final class LMDBCSubject: BenchSubject {
             dbis.errors = try db("MS_TableOperationErrors", 0)
             dbis.errorsByOperation = try db("MS_TableOperationErrors.operationId", MDB_DUPSORT)
             dbis.config = try db("MS_TableConfig", 0)
+            dbis.configByPair = try db("MS_TableConfig.table_key_keyType", MDB_DUPSORT)
         }
         var r: OpaquePointer?
         try Self.check(mdb_txn_begin(e, nil, UInt32(MDB_RDONLY), &r), "mdb_txn_begin (read)")
@@ -479,6 +483,7 @@ public final class LMDBCSubject: BenchSubject {
                     var newValue = MDB_val(mv_size: 8, mv_data: bytes.baseAddress)
                     try Self.check(mdb_put(txn, dbis.config, &markKey, &newValue, 0), "mdb_put high-water mark")
                 }
+                if rc == MDB_NOTFOUND { try putConfigIndex(Self.highWaterPair, rowKey: &markKey, txn) }
                 return next
             }
             let op = TableOperation(
@@ -496,6 +501,85 @@ public final class LMDBCSubject: BenchSubject {
     private static let highWaterKey = Array("localstore|operationidhighwater".utf8)
 
     /// Runs `body` with the high-water mark's config key.
+    // MARK: The config table's (table, key, keyType) index
+
+    /// The index key of a config entry: `table`, a 0 byte, `key`, a 0 byte, `keyType` big-endian.
+    static func configPair(table: some Sequence<UInt8>, key: some Sequence<UInt8>, keyType: Int64) -> [UInt8] {
+        var out: [UInt8] = []
+        out.append(contentsOf: table)
+        out.append(0)
+        out.append(contentsOf: key)
+        out.append(0)
+        withUnsafeBytes(of: UInt64(bitPattern: keyType).bigEndian) { out.append(contentsOf: $0) }
+        return out
+    }
+
+    /// The index key of the operation-id high-water mark (its entry holds only the mark).
+    static let highWaterPair = configPair(
+        table: "".utf8, key: TableConfigEntry.operationIdHighWater("0").key.utf8, keyType: TableConfigEntry.localStoreKeyType)
+
+    /// The index key of the stored entry `value` (the layout of ``deltaTokenRoundTrip(_:queryId:)``; an
+    /// 8-byte value is the high-water mark).
+    static func configPair(of value: MDB_val) throws -> [UInt8] {
+        guard let v = value.mv_data.map(UnsafeRawPointer.init) else { throw LocalStoreError(.corrupt, "lmdb-c: an empty config entry") }
+        if value.mv_size == 8 { return highWaterPair }
+        guard value.mv_size >= 24 else { throw LocalStoreError(.corrupt, "lmdb-c: a config entry is damaged") }
+        let lengths = (0..<4).map { Int(v.loadUnaligned(fromByteOffset: 8 + 4 * $0, as: UInt32.self)) }
+        let tableStart = 24 + lengths[0]
+        let keyStart = tableStart + lengths[1]
+        guard keyStart + lengths[2] <= value.mv_size else { throw LocalStoreError(.corrupt, "lmdb-c: a config entry is damaged") }
+        return configPair(
+            table: UnsafeRawBufferPointer(start: v + tableStart, count: lengths[1]),
+            key: UnsafeRawBufferPointer(start: v + keyStart, count: lengths[2]),
+            keyType: v.loadUnaligned(as: Int64.self))
+    }
+
+    /// Adds the index entry `pair` → `rowKey`.
+    func putConfigIndex(_ pair: [UInt8], rowKey: inout MDB_val, _ txn: OpaquePointer) throws {
+        var pair = pair
+        try pair.withUnsafeMutableBytes { p in
+            var k = MDB_val(mv_size: p.count, mv_data: p.baseAddress)
+            try Self.check(mdb_put(txn, dbis.configByPair, &k, &rowKey, 0), "mdb_put config index")
+        }
+    }
+
+    /// Removes the index entry `pair` → `rowKey`.
+    func deleteConfigIndex(_ pair: [UInt8], rowKey: inout MDB_val, _ txn: OpaquePointer) throws {
+        var pair = pair
+        try pair.withUnsafeMutableBytes { p in
+            var k = MDB_val(mv_size: p.count, mv_data: p.baseAddress)
+            let rc = mdb_del(txn, dbis.configByPair, &k, &rowKey)
+            if rc != MDB_NOTFOUND { try Self.check(rc, "mdb_del config index") }
+        }
+    }
+
+    /// Before the entry under `rowKey` is written with the index key `pair`: its index entry added, or
+    /// moved when the stored entry has another table, key or key type (left alone when they are the same,
+    /// as LocalStore leaves an index entry whose columns an update did not change).
+    func replaceConfigIndex(of rowKey: inout MDB_val, with pair: [UInt8], _ txn: OpaquePointer) throws {
+        var value = MDB_val()
+        let rc = mdb_get(txn, dbis.config, &rowKey, &value)
+        if rc == MDB_NOTFOUND { return try putConfigIndex(pair, rowKey: &rowKey, txn) }
+        try Self.check(rc, "mdb_get config")
+        let old = try Self.configPair(of: value)
+        if old != pair {
+            try deleteConfigIndex(old, rowKey: &rowKey, txn)
+            try putConfigIndex(pair, rowKey: &rowKey, txn)
+        }
+    }
+
+    /// Deletes the config entry under `rowKey` and its index entry; `false` when there is none.
+    @discardableResult
+    func deleteConfigEntry(_ rowKey: inout MDB_val, _ txn: OpaquePointer) throws -> Bool {
+        var value = MDB_val()
+        let rc = mdb_get(txn, dbis.config, &rowKey, &value)
+        if rc == MDB_NOTFOUND { return false }
+        try Self.check(rc, "mdb_get config")
+        try deleteConfigIndex(try Self.configPair(of: value), rowKey: &rowKey, txn)
+        try Self.check(mdb_del(txn, dbis.config, &rowKey, nil), "mdb_del config")
+        return true
+    }
+
     static func withHighWaterKey<R>(_ body: (inout MDB_val) throws -> R) throws -> R {
         try highWaterKey.withUnsafeBytes { k in
             var key = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
@@ -626,6 +710,7 @@ public final class LMDBCSubject: BenchSubject {
         let fields = [id, "TodoItem", queryId, DeltaTokenFormat.string(from: date)].map { Array($0.utf8) }
         try write { txn in
             try Self.folded(id, into: keyBuffer) { key in
+                try replaceConfigIndex(of: &key, with: Self.configPair(table: fields[1], key: fields[2], keyType: 0), txn)
                 var value = MDB_val(mv_size: 24 + fields.reduce(0) { $0 + $1.count }, mv_data: nil)
                 try Self.check(mdb_put(txn, dbis.config, &key, &value, UInt32(MDB_RESERVE)), "mdb_put config")
                 guard let out = value.mv_data else { throw LocalStoreError(.ioError, "lmdb-c: no reserved space") }

@@ -690,6 +690,7 @@ extension LMDBCSubject: BenchSyncSubject {
                 var newValue = MDB_val(mv_size: 8, mv_data: bytes.baseAddress)
                 try Self.check(mdb_put(txn, dbis.config, &markKey, &newValue, 0), "mdb_put high-water mark")
             }
+            if rc == MDB_NOTFOUND { try putConfigIndex(Self.highWaterPair, rowKey: &markKey, txn) }
             return base + 1
         }
     }
@@ -988,8 +989,7 @@ extension LMDBCSubject: BenchSyncSubject {
             }
             let n = try deleteRows(priority: priority, t, txn)
             try Self.folded(Self.deltaTokenId(t.name, queryId), into: keyBuffer) { key in
-                let rc = mdb_del(txn, dbis.config, &key, nil)
-                if rc != MDB_NOTFOUND { try Self.check(rc, "mdb_del config") }
+                _ = try deleteConfigEntry(&key, txn)
             }
             return n
         }
@@ -1031,6 +1031,7 @@ extension LMDBCSubject: BenchSyncSubject {
     func storeConfigEntry(_ id: String, table: String, key: String, keyType: Int64, value: String, _ txn: OpaquePointer) throws {
         let size = 24 + id.utf8.count + table.utf8.count + key.utf8.count + value.utf8.count
         try Self.folded(id, into: keyBuffer) { k in
+            try replaceConfigIndex(of: &k, with: Self.configPair(table: table.utf8, key: key.utf8, keyType: keyType), txn)
             var v = MDB_val(mv_size: size, mv_data: nil)
             try Self.check(mdb_put(txn, dbis.config, &k, &v, UInt32(MDB_RESERVE)), "mdb_put config")
             guard let out = v.mv_data else { throw LocalStoreError(.ioError, "lmdb-c: no reserved space") }
@@ -1097,8 +1098,7 @@ extension LMDBCSubject: BenchSyncSubject {
     /// LocalStore's `untrackMayBeOnServer`: removes the tracking entry of operation `id`.
     func untrackMayBeOnServer(_ id: Int64, _ txn: OpaquePointer) throws {
         try Self.folded("localstore|sent|" + String(id), into: keyBuffer) { key in
-            let rc = mdb_del(txn, dbis.config, &key, nil)
-            if rc != MDB_NOTFOUND { try Self.check(rc, "mdb_del config") }
+            _ = try deleteConfigEntry(&key, txn)
         }
     }
 }
