@@ -396,7 +396,7 @@ extension IntegrityChecking where Self: LocalStore {
     }
 
     /// Checks the store's files without blocking the calling task's thread, and throws `corrupt` when
-    /// they are damaged (see ``IntegrityChecking/verifyIntegrity()``).
+    /// they are damaged (the async form of the blocking `verifyIntegrity()`).
     public func verifyIntegrity() async throws {
         try await BlockingWork.run { try self.verifyIntegrity() }
     }
