@@ -93,7 +93,8 @@ package protocol SystemTableShortcuts: SystemTableReadShortcuts {
     func removeOperationAndErrors(id: Int64) throws
 
     /// Deletes the errors of operation `operationId`, as `delete(matching: Query(errors, where:
-    /// operationId == id))`. The default runs that delete.
+    /// operationId == id))` does (an adopter without a faster path runs
+    /// `genericRemoveOperationErrors(operationId:)`).
     func removeOperationErrors(operationId: Int64) throws
 }
 
@@ -160,7 +161,7 @@ extension LocalStoreTransaction {
     /// ``SystemTableShortcuts/removeOperationAndErrors(id:)`` through `delete(ids:from:)` and `delete(matching:)`.
     package func genericRemoveOperationAndErrors(id: Int64) throws {
         try delete(ids: [.int(id)], from: systemTableNames.operations)
-        try delete(matching: Query(systemTableNames.errors, where: Field("operationId") == .literal(.int(id))))
+        try genericRemoveOperationErrors(operationId: id)
     }
 }
 

@@ -57,18 +57,18 @@ extension LMDBTransaction: SystemTableShortcuts {
     func rewriteOperation(_ operation: TableOperation) throws { try genericInsertOperation(operation) }
     func storeConfigEntry(_ entry: TableConfigEntry) throws { try genericStoreConfigEntry(entry) }
 
-    /// The generic removal — unless the push left no errors (the common case), which an empty range of the
-    /// errors table's `operationId` index answers: then only the operation is deleted, no delete of its
-    /// errors planned.
     /// Nothing to delete when the push left no errors (the common case: an edit collapsing into a queued
     /// operation), which an empty range of the errors table's `operationId` index answers; else the
     /// generic delete.
     func removeOperationErrors(operationId: Int64) throws {
-        guard try checkedContext().hasNoOperationErrors(systemTableNames.errors, operationId: operationId) == true else {
-            return try genericRemoveOperationErrors(operationId: operationId)
+        if try checkedContext().hasNoOperationErrors(systemTableNames.errors, operationId: operationId) != true {
+            try genericRemoveOperationErrors(operationId: operationId)
         }
     }
 
+    /// The generic removal — unless the push left no errors (the common case), which an empty range of the
+    /// errors table's `operationId` index answers: then only the operation is deleted, no delete of its
+    /// errors planned.
     func removeOperationAndErrors(id: Int64) throws {
         guard try checkedContext().hasNoOperationErrors(systemTableNames.errors, operationId: id) == true else {
             return try genericRemoveOperationAndErrors(id: id)
@@ -178,12 +178,6 @@ extension TxnContext {
         return try countKeys(try handle(index.database), lower: lower, upper: KeyCodec.successor(lower), limit: 1) == 0
     }
 
-    /// The operations of one item (``SystemTableReadShortcuts/itemOperations(table:itemId:)``), read from
-    /// the range of an index led by the byte-ordered `table` and the NOCASE `itemId` (as the system
-    /// table's is): each entry's row is decoded (and so checked) as the generic query's would be and kept
-    /// when its `table` has `table`'s bytes and its `itemId` equals `itemId` ignoring ASCII case (a
-    /// truncated key can put another item's entry in the range), then put in id order. `nil` when there
-    /// is no such table, column or index: the caller then runs the generic query.
     /// What the item lookups of the operations table need, found once per call: the table, its `table` and
     /// `itemId` columns and the index led by them, and the handles. `nil` when the table does not have that
     /// shape (the caller then runs the generic query).
@@ -233,6 +227,12 @@ extension TxnContext {
         }
     }
 
+    /// The operations of one item (``SystemTableReadShortcuts/itemOperations(table:itemId:)``), read from
+    /// the range of an index led by the byte-ordered `table` and the NOCASE `itemId` (as the system
+    /// table's is): each entry's row is decoded (and so checked) as the generic query's would be and kept
+    /// when its `table` has `table`'s bytes and its `itemId` equals `itemId` ignoring ASCII case (a
+    /// truncated key can put another item's entry in the range), then put in id order. `nil` when there
+    /// is no such table, column or index: the caller then runs the generic query.
     func itemOperations(_ operations: String, table: String, itemId: String) throws -> [TableOperation]? {
         guard let q = try queueItemIndex(operations) else { return nil }
         var prefix: [UInt8] = []

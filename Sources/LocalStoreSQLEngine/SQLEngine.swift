@@ -1185,9 +1185,7 @@ extension SQLTransaction: SystemTableShortcuts {
 
     func removeOperationAndErrors(id: Int64) throws {
         guard try access(writes: false, { try session.systemStatements() != nil }) else {
-            try delete(ids: [.int(id)], from: names.operations)
-            try delete(matching: Query(names.errors, where: Field("operationId") == .literal(.int(id))))
-            return
+            return try genericRemoveOperationAndErrors(id: id)
         }
         // Two DELETEs without a savepoint: like the DELETE by id, SQLite checks everything before it deletes
         // (no constraint, no trigger can stop either halfway); an I/O error rolls the whole transaction back,
