@@ -48,10 +48,11 @@ extension LocalStoreAccess {
             // Each item's operations are looked up through (table, itemId), all of the page's ids in one
             // call where the backend serves it: a page costs the same with ten or a million queued
             // operations.
-            var checked: [(id: String, item: Item, isDeleted: Bool, slot: Int)] = []
+            // An id the page repeats (the services never do) is looked up again: no per-item dictionary.
+            var checked: [(id: String, item: Item, isDeleted: Bool)] = []
             checked.reserveCapacity(items.count)
-            var slots: [String: Int] = [:]
-            var distinct: [String] = []
+            var ids: [String] = []
+            ids.reserveCapacity(items.count)
             var maxDate: Date? = nil
             for (n, raw) in items.enumerated() {
                 guard case .string(let id)? = raw.id, !id.isEmpty else {
@@ -77,23 +78,15 @@ extension LocalStoreAccess {
                     }
                     isDeleted = flag
                 }
-                let key = ASCII.lowercased(id)
-                let slot: Int
-                if let known = slots[key] {
-                    slot = known
-                } else {
-                    slot = distinct.count
-                    slots[key] = slot
-                    distinct.append(id)
-                }
-                checked.append((id, item, isDeleted, slot))
+                checked.append((id, item, isDeleted))
+                ids.append(id)
             }
-            let pending = try tx.pendingFlags(table: schema.name, itemIds: distinct)
+            let pending = try tx.pendingFlags(table: schema.name, itemIds: ids)
             var upserts: [Item] = []
             var deletes: [Value] = []
             var skipped: [String] = []
-            for c in checked {
-                if pending[c.slot] {
+            for (c, isPending) in zip(checked, pending) {
+                if isPending {
                     skipped.append(c.id)
                 } else if c.isDeleted {
                     deletes.append(.string(c.id))
@@ -119,6 +112,11 @@ extension LocalStoreAccess {
     static func coerced(_ item: Item, schema: TableSchema) -> Item {
         var out = item
         for (key, value) in item {
+            // Only strings and integers are ever converted: other values skip the column lookup.
+            switch value {
+            case .string, .int: break
+            default: continue
+            }
             guard let type = schema.column(named: key)?.type else { continue }
             switch (value, type) {
             case (.string(let s), .date): if let d = DeltaTokenFormat.date(from: s) { out.values[key] = .date(d) }

@@ -263,13 +263,55 @@ extension TxnContext {
             return Array(repeating: false, count: itemIds.count)
         }
         let tableBytes = Array(table.utf8)
-        return try itemIds.map { itemId in
+        // One cursor seeks each id's range. The first entry at or after `(table, itemId)` answers when its
+        // key is whole (not truncated) and starts with those two components: the encoding is exact and
+        // prefix-free there, so the entry is an operation of that item. A truncated key, or an id whose
+        // components pass the stored-key limit, is checked on its rows as ``itemOperations`` does.
+        let txn = try activeTxn()
+        var cursor: OpaquePointer?
+        try LMDBErrors.check(mdb_cursor_open(txn, q.index, &cursor), "cannot open a cursor")
+        defer { mdb_cursor_close(cursor) }
+        var lower: [UInt8] = []
+        lower.reserveCapacity(prefix.count + 64)
+        var flags: [Bool] = []
+        flags.reserveCapacity(itemIds.count)
+        for itemId in itemIds {
+            lower.removeAll(keepingCapacity: true)
+            lower.append(contentsOf: prefix)
+            KeyCodec.appendNoCaseComponent(.string(itemId), into: &lower)
+            var answer: Bool?
+            if lower.count <= KeyCodec.prefixLimit {
+                var kv = MDB_val()
+                var dv = MDB_val()
+                let rc = lower.withUnsafeMutableBytes { k -> Int32 in
+                    kv = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
+                    return mdb_cursor_get(cursor, &kv, &dv, MDB_SET_RANGE)
+                }
+                if rc == MDB_NOTFOUND {
+                    answer = false
+                } else {
+                    try LMDBErrors.check(rc, "cannot read")
+                    let key = UnsafeRawBufferPointer(start: kv.mv_data, count: kv.mv_size)
+                    let starts = key.count >= lower.count && lower.withUnsafeBytes { l in QueryRunner.equal(UnsafeRawBufferPointer(rebasing: key[..<l.count]), l) }
+                    if !starts {
+                        // Past every key of the item: no stored key, whole or truncated, is in its range.
+                        answer = false
+                    } else if key.count <= KeyCodec.prefixLimit {
+                        answer = true
+                    }
+                }
+            }
+            if let answer {
+                flags.append(answer)
+                continue
+            }
             var found = false
             try forEachItemOperation(q, table: tableBytes, tablePrefix: prefix, itemId: itemId) { _ in
                 found = true
                 return false
             }
-            return found
+            flags.append(found)
         }
+        return flags
     }
 }

@@ -314,19 +314,25 @@ final class TxnContext {
     /// The row of `t` whose id is `id` (ids compared with NOCASE for strings).
     func findRow(_ t: TableDefinition, id: Value) throws -> StoredRow? {
         let dbi = try handle(t.database)
+        let schema = t.schema
         let full = KeyCodec.idKey(id)
         if full.count <= KeyCodec.prefixLimit {
-            guard let decoded = try withValue(dbi, full, { try RecordCodec.decode($0, schema: t.schema) }) else { return nil }
+            guard let decoded = try withValue(dbi, full, { try RecordCodec.decode($0, schema: schema) }) else { return nil }
             return StoredRow(key: full, row: decoded.row, rowId: decoded.rowId)
         }
-        // A long id: every row whose id shares the first `prefixLimit` bytes is stored under that
-        // prefix and its own row number; compare the ids themselves.
+        return try findLongIdRow(schema, dbi, full: full)
+    }
+
+    /// ``findRow(_:id:)`` for an id whose key passes ``KeyCodec/prefixLimit``: every row whose id shares
+    /// the first `prefixLimit` bytes is stored under that prefix and its own row number; the ids
+    /// themselves are compared.
+    private func findLongIdRow(_ schema: TableSchema, _ dbi: MDB_dbi, full: [UInt8]) throws -> StoredRow? {
         let prefix = Array(full[0..<KeyCodec.prefixLimit])
         var found: StoredRow?
         try walk(dbi, lower: prefix, upper: KeyCodec.successor(prefix), descending: false) { key, value in
             guard key.count == KeyCodec.longKeyLength else { return true }
-            let decoded = try RecordCodec.decode(value, schema: t.schema)
-            if KeyCodec.idKey(decoded.row[t.schema.idIndex]) == full {
+            let decoded = try RecordCodec.decode(value, schema: schema)
+            if KeyCodec.idKey(decoded.row[schema.idIndex]) == full {
                 found = StoredRow(key: key, row: decoded.row, rowId: decoded.rowId)
                 return false
             }
@@ -554,16 +560,28 @@ final class TxnContext {
         let primary = try handle(t.database)
         let indexes = try t.indexes.map { ($0, try handle($0.database)) }
         let width = t.schema.columns.count
+        let idIndex = t.schema.idIndex
+        // The index keys of a row are built into these, reused from row to row; their id part is the
+        // primary key's bytes when that is not truncated (it is then exactly the id's key).
+        var oldKey: [UInt8] = []
+        var newKey: [UInt8] = []
+        if !indexes.isEmpty {
+            oldKey.reserveCapacity(64)
+            newKey.reserveCapacity(64)
+        }
         for p in prepared {
             if var found = try findRow(t, id: p.id) {
                 let old = found.row
                 p.merge(into: &found.row)
+                let id: IdPart = found.key.count <= KeyCodec.prefixLimit ? .key(found.key) : .value(found.row[idIndex])
                 for (index, dbi) in indexes {
                     // An update that leaves the index's columns as they were (a config row's value, an
                     // item's text) keeps its entry: the keys are not built to be compared.
                     if index.components.allSatisfy({ KeyCodec.encodesAlike(old[$0.column], found.row[$0.column]) }) { continue }
-                    let oldKey = TxnContext.indexKey(index, t.schema, row: old, rowId: found.rowId)
-                    let newKey = TxnContext.indexKey(index, t.schema, row: found.row, rowId: found.rowId)
+                    oldKey.removeAll(keepingCapacity: true)
+                    newKey.removeAll(keepingCapacity: true)
+                    TxnContext.appendIndexKey(index, row: old, rowId: found.rowId, id: id, into: &oldKey)
+                    TxnContext.appendIndexKey(index, row: found.row, rowId: found.rowId, id: id, into: &newKey)
                     if oldKey != newKey {
                         try delete(dbi, oldKey)
                         try put(dbi, newKey, found.key)
@@ -575,8 +593,11 @@ final class TxnContext {
                 let row = p.newRow(columnCount: width)
                 let key = KeyCodec.storedKey(KeyCodec.idKey(p.id), rowId: rowId)
                 try put(primary, key, RecordCodec.encode(row, rowId: rowId, layout: environment.recordLayout))
+                let id: IdPart = key.count <= KeyCodec.prefixLimit ? .key(key) : .value(row[idIndex])
                 for (index, dbi) in indexes {
-                    try put(dbi, TxnContext.indexKey(index, t.schema, row: row, rowId: rowId), key)
+                    newKey.removeAll(keepingCapacity: true)
+                    TxnContext.appendIndexKey(index, row: row, rowId: rowId, id: id, into: &newKey)
+                    try put(dbi, newKey, key)
                 }
             }
         }
