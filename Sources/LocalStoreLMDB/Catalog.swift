@@ -261,18 +261,27 @@ enum MetaKey {
     static let magic = Array("LSLMDB".utf8)
     /// The newest store format this version reads and writes (docs/format.md): 1 — tables, columns,
     /// column indexes, records of version 1 (0.1.0; table definitions of version 1); 2 — also compound
-    /// indexes (definitions of version 2); 3 — records of version 2 (tags first). A new store is
-    /// created as format 3 and writes version-2 records. A store of format 1 keeps writing version-1
+    /// indexes (definitions of version 2); 3 — records of version 2 (tags first); 4 — index entries
+    /// whose whole key ends in the row's primary key are stored with an empty value ("bare entries":
+    /// the key already names the row). A new store is created as format 4 and writes version-2 records
+    /// and bare entries; a store of format 3 keeps writing entries with the primary key as their value
+    /// (so it stays readable by the builds that wrote it). Entries of every format are read. A store of format 1 keeps writing version-1
     /// records (so it stays readable by 0.1.0) and becomes format 2 in the transaction that first
     /// stores a version-2 definition; a store of format 2 keeps writing version-1 records too. A
     /// store of a higher format is refused with `versionMismatch`.
-    static let formatVersion: UInt32 = 3
+    static let formatVersion: UInt32 = 4
     /// The format of a new store.
-    static let initialFormatVersion: UInt32 = 3
+    static let initialFormatVersion: UInt32 = 4
     /// The format a store needs once a table definition has version 2.
     static let compoundIndexFormatVersion: UInt32 = 2
     /// The first format whose records are of version 2.
     static let tagsFirstRecordsFormatVersion: UInt32 = 3
+
+    /// The first format whose whole-key index entries are bare (empty values).
+    static let bareIndexEntriesFormatVersion: UInt32 = 4
+
+    /// Whether a store of format `format` writes bare index entries.
+    static func bareIndexEntries(format: UInt64) -> Bool { format >= UInt64(bareIndexEntriesFormatVersion) }
 
     /// How a store of format `format` writes its records.
     static func recordLayout(format: UInt64) -> RecordCodec.Layout {

@@ -76,6 +76,8 @@ final class Environment: @unchecked Sendable {
     /// before the environment is shared (a store's format never changes while it is open: only a
     /// compound index raises it, from 1 to 2).
     private(set) var recordLayout: RecordCodec.Layout = .inline
+    /// Whether this store writes bare index entries (format 4: ``MetaKey/bareIndexEntries(format:)``).
+    private(set) var bareIndexEntries = false
     /// What queries read before need again, per catalog generation (``QueryPlanCache``).
     let queryPlans = LockedValue(QueryPlanCache())
     /// Tests only: runs after a full write transaction was aborted for a map growth, before the
@@ -283,7 +285,9 @@ final class Environment: @unchecked Sendable {
                 throw LocalStoreError(.notADatabase, "'\(path)' is an LMDB environment that LocalStore did not create")
             }
             try LMDBErrors.check(rc, "cannot open the catalog")
-            recordLayout = MetaKey.recordLayout(format: try checkFormat(txn, dbi))
+            let format = try checkFormat(txn, dbi)
+            recordLayout = MetaKey.recordLayout(format: format)
+            bareIndexEntries = MetaKey.bareIndexEntries(format: format)
             return true
         }
         if needsCreation {
@@ -293,12 +297,15 @@ final class Environment: @unchecked Sendable {
                 if try Environment.rawGet(txn, dbi, MetaKey.format) == nil {
                     try Environment.rawPut(txn, dbi, MetaKey.format, MetaKey.formatValue(MetaKey.initialFormatVersion))
                     recordLayout = MetaKey.recordLayout(format: UInt64(MetaKey.initialFormatVersion))
+                    bareIndexEntries = MetaKey.bareIndexEntries(format: UInt64(MetaKey.initialFormatVersion))
                     var one: [UInt8] = []
                     KeyCodec.appendBigEndian(1, into: &one)
                     try Environment.rawPut(txn, dbi, MetaKey.generation, one)
                     try Environment.rawPut(txn, dbi, MetaKey.nextRowId, one)
                 } else {
-                    recordLayout = MetaKey.recordLayout(format: try checkFormat(txn, dbi))
+                    let format = try checkFormat(txn, dbi)
+            recordLayout = MetaKey.recordLayout(format: format)
+            bareIndexEntries = MetaKey.bareIndexEntries(format: format)
                 }
                 return true
             }

@@ -710,7 +710,7 @@ struct QueryRunner {
         let schema = self.schema
         for r in ranges {
             let s = r.stored
-            try context.walkRaw(dbi, lower: s.lower, upper: s.upper, descending: false) { key, value in
+            try context.walkRaw(dbi, lower: s.lower, upper: s.upper, descending: false, index: index) { key, value in
                 if dedup && !seen.insert(Array(value)).inserted { return true }
                 if r.holdsWhole(key) {
                     n += 1
@@ -787,7 +787,7 @@ struct QueryRunner {
             let keyTest = IndexKeyTest(index: index, predicate: query.predicate, schema: schema)
             for r in ranges {
                 let s = r.stored
-                n += try context.withRange(dbi, lower: s.lower, upper: s.upper, descending: false) { cursor in
+                n += try context.withRange(dbi, lower: s.lower, upper: s.upper, descending: false, index: index) { cursor in
                     var n = 0
                     while let (key, value) = try cursor.next() {
                         guard !dedup || seen.insert(Array(value)).inserted else { continue }
@@ -813,13 +813,14 @@ struct QueryRunner {
         var seen = Set<[UInt8]>()
         var rows: [[Value]] = []
         let dbi: MDB_dbi
+        let walked: IndexDefinition?
         switch source {
-        case .primary: dbi = primary
-        case .index(let index): dbi = try context.handle(index.database)
+        case .primary: (dbi, walked) = (primary, nil)
+        case .index(let index): (dbi, walked) = (try context.handle(index.database), index)
         }
         for r in ranges {
             let s = r.stored
-            try context.withRange(dbi, lower: s.lower, upper: s.upper, descending: false) { cursor in
+            try context.withRange(dbi, lower: s.lower, upper: s.upper, descending: false, index: walked) { cursor in
                 while let (key, value) = try cursor.next() {
                     switch source {
                     case .primary:
@@ -902,7 +903,7 @@ struct QueryRunner {
             }
         }
         if let index, !descending, QueryRunner.walkIsQueryOrder(index, groupComponents: groupComponents, sort: sort, idIndex: idIndex) {
-            switch try orderedWholeIndexKeys(dbi, range, primary: primary, budget: budget, limit: limit, exact: exact) {
+            switch try orderedWholeIndexKeys(index, dbi, range, primary: primary, budget: budget, limit: limit, exact: exact) {
             case .taken(let out): return .records(out, count: out.count)
             case .overBudget: return nil
             case .longKey: break  // the walk below groups truncated keys
@@ -911,7 +912,7 @@ struct QueryRunner {
         let txn = try context.activeTxn()
         // The descending flags of the components that form a group (index walks).
         let groupFlags = index.map { Array($0.components.prefix(groupComponents).map(\.descending)) } ?? []
-        let walked = try context.withRange(dbi, lower: s.lower, upper: s.upper, descending: descending) { cursor -> [TakenRecord]? in
+        let walked = try context.withRange(dbi, lower: s.lower, upper: s.upper, descending: descending, index: index) { cursor -> [TakenRecord]? in
             var out: [TakenRecord] = []
             out.reserveCapacity(min(limit, 1024))
             // The current group is `out[groupStart...]`; its key is `groupKey`, bytes of the walked key
@@ -1047,10 +1048,10 @@ struct QueryRunner {
     /// `limit` are taken, after `budget` entries (`.overBudget`), or at the first truncated key (`.longKey`).
     @inline(__always)
     private func wholeKeyWalk(
-        _ dbi: MDB_dbi, _ s: KeyRange, descending: Bool, budget: Int, limit: Int,
+        _ dbi: MDB_dbi, _ s: KeyRange, descending: Bool, budget: Int, limit: Int, index: IndexDefinition? = nil,
         _ take: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> TakenRecord?
     ) throws -> WholeIdWalk {
-        try context.withRange(dbi, lower: s.lower, upper: s.upper, descending: descending) { cursor in
+        try context.withRange(dbi, lower: s.lower, upper: s.upper, descending: descending, index: index) { cursor in
             var out: [TakenRecord] = []
             out.reserveCapacity(min(limit, 1024))
             var visited = 0
@@ -1087,13 +1088,13 @@ struct QueryRunner {
     /// are out — no group keys computed or compared. Stops at the first truncated key (`.longKey`: the
     /// grouping walk must run instead), as ``orderedWholeIds(_:_:descending:budget:limit:)`` does.
     private func orderedWholeIndexKeys(
-        _ dbi: MDB_dbi, _ range: KeyRange, primary: MDB_dbi, budget: Int, limit: Int, exact: Bool
+        _ index: IndexDefinition, _ dbi: MDB_dbi, _ range: KeyRange, primary: MDB_dbi, budget: Int, limit: Int, exact: Bool
     ) throws -> WholeIdWalk {
         let txn = try context.activeTxn()
         let s = range.stored
         let name = schema.name
         var filter = LazyRecordFilter(query)
-        return try wholeKeyWalk(dbi, s, descending: false, budget: budget, limit: limit) { key, value in
+        return try wholeKeyWalk(dbi, s, descending: false, budget: budget, limit: limit, index: index) { key, value in
             guard let record = try QueryRunner.record(txn, primary, storedKey: value) else {
                 throw LMDBErrors.danglingIndexEntry(table: name)
             }

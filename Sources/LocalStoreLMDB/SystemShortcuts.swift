@@ -187,6 +187,8 @@ extension TxnContext {
         let itemColumn: Int
         let primary: MDB_dbi
         let index: MDB_dbi
+        /// The index `index` holds.
+        let definition: IndexDefinition
     }
 
     private func queueItemIndex(_ operations: String) throws -> QueueItemIndex? {
@@ -195,14 +197,15 @@ extension TxnContext {
         guard let tableColumn = schema.index(ofColumn: "table"), let itemColumn = schema.index(ofColumn: "itemId"),
             schema.columns[tableColumn].type == .string, schema.columns[itemColumn].type == .string,
             schema.columns[schema.idIndex].type == .integer,
-            let index = t.indexes.first(where: {
+            let definition = t.indexes.first(where: {
                 $0.components.count >= 2
                     && $0.components[0] == .init(column: tableColumn, noCase: false)
                     && $0.components[1] == .init(column: itemColumn, noCase: true)
             })
         else { return nil }
         return QueueItemIndex(
-            schema: schema, tableColumn: tableColumn, itemColumn: itemColumn, primary: try handle(t.database), index: try handle(index.database))
+            schema: schema, tableColumn: tableColumn, itemColumn: itemColumn, primary: try handle(t.database),
+            index: try handle(definition.database), definition: definition)
     }
 
     /// Walks the index entries of `(table, itemId)` and calls `body` with each row whose `table` has
@@ -214,7 +217,7 @@ extension TxnContext {
         var lower = tablePrefix
         KeyCodec.appendNoCaseComponent(.string(itemId), into: &lower)
         let range = KeyRange(lower: lower, upper: KeyCodec.successor(lower)).stored
-        try withRange(q.index, lower: range.lower, upper: range.upper, descending: false) { cursor in
+        try withRange(q.index, lower: range.lower, upper: range.upper, descending: false, index: q.definition) { cursor in
             while let (_, storedKey) = try cursor.next() {
                 guard let row = try withValue(q.primary, raw: storedKey, { try RecordCodec.decode($0, schema: q.schema).row }) else {
                     throw LMDBErrors.danglingIndexEntry(table: q.schema.name)

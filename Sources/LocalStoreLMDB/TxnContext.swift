@@ -152,6 +152,16 @@ final class TxnContext {
         }
     }
 
+    /// The value of an entry met by a walk: with `index`, the primary key of its row (a bare entry's
+    /// from its key).
+    @inline(__always) private func entryValue(_ key: UnsafeRawBufferPointer, _ dv: MDB_val, _ index: IndexDefinition?) throws
+        -> UnsafeRawBufferPointer
+    {
+        let value = UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)
+        guard value.isEmpty, let index else { return value }
+        return try KeyCodec.primaryKey(ofIndexEntry: key, value: value, index)
+    }
+
     /// `memcmp` order with the shorter first on a common prefix (LMDB's default key order).
     @inline(__always) static func precedes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
         let n = min(a.count, b.count)
@@ -194,7 +204,7 @@ final class TxnContext {
 
     /// ``walk(_:lower:upper:descending:_:)`` handing the key bytes (valid only during `visit`).
     func walkRaw(
-        _ dbi: MDB_dbi, lower: [UInt8]?, upper: [UInt8]?, descending: Bool,
+        _ dbi: MDB_dbi, lower: [UInt8]?, upper: [UInt8]?, descending: Bool, index: IndexDefinition? = nil,
         _ visit: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
     ) throws {
         let txn = try activeTxn()
@@ -218,7 +228,7 @@ final class TxnContext {
             while rc == 0 {
                 let key = UnsafeRawBufferPointer(start: kv.mv_data, count: kv.mv_size)
                 if let upper, !upper.withUnsafeBytes({ TxnContext.precedes(key, $0) }) { return }
-                guard try visit(key, UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)) else { return }
+                guard try visit(key, try entryValue(key, dv, index)) else { return }
                 rc = mdb_cursor_get(cursor, &kv, &dv, MDB_NEXT)
             }
         } else {
@@ -235,7 +245,7 @@ final class TxnContext {
             while rc == 0 {
                 let key = UnsafeRawBufferPointer(start: kv.mv_data, count: kv.mv_size)
                 if let lower, lower.withUnsafeBytes({ TxnContext.precedes(key, $0) }) { return }
-                guard try visit(key, UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)) else { return }
+                guard try visit(key, try entryValue(key, dv, index)) else { return }
                 rc = mdb_cursor_get(cursor, &kv, &dv, MDB_PREV)
             }
         }
@@ -280,16 +290,19 @@ final class TxnContext {
     /// unbounded) of `dbi`, in order or in reverse order. A loop over ``RangeCursor/next()`` inside
     /// `body` keeps its state in locals of `body` (a closure called per entry, as with
     /// ``walkRaw(_:lower:upper:descending:_:)``, pays dynamic exclusivity checks on the variables
-    /// it captures).
+    /// it captures). With `index` (the index `dbi` holds), each entry's value is its row's primary key,
+    /// bare entries included.
     func withRange<R>(
-        _ dbi: MDB_dbi, lower: [UInt8]?, upper: [UInt8]?, descending: Bool, _ body: (inout RangeCursor) throws -> R
+        _ dbi: MDB_dbi, lower: [UInt8]?, upper: [UInt8]?, descending: Bool, index: IndexDefinition? = nil,
+        _ body: (inout RangeCursor) throws -> R
     ) throws -> R {
         let txn = try activeTxn()
         var handle: OpaquePointer?
         try LMDBErrors.check(mdb_cursor_open(txn, dbi, &handle), "cannot open a cursor")
         guard let handle else { throw LocalStoreError(.internal, "mdb_cursor_open returned no cursor") }
         defer { mdb_cursor_close(handle) }
-        var cursor = RangeCursor(cursor: handle, lower: lower.flatMap { $0.isEmpty ? nil : $0 }, upper: upper, descending: descending)
+        var cursor = RangeCursor(
+            cursor: handle, lower: lower.flatMap { $0.isEmpty ? nil : $0 }, upper: upper, descending: descending, index: index)
         return try body(&cursor)
     }
 
@@ -584,7 +597,7 @@ final class TxnContext {
                     TxnContext.appendIndexKey(index, row: found.row, rowId: found.rowId, id: id, into: &newKey)
                     if oldKey != newKey {
                         try delete(dbi, oldKey)
-                        try put(dbi, newKey, found.key)
+                        try put(dbi, newKey, indexValue(newKey, found.key))
                     }
                 }
                 try put(primary, found.key, RecordCodec.encode(found.row, rowId: found.rowId, layout: environment.recordLayout))
@@ -597,10 +610,17 @@ final class TxnContext {
                 for (index, dbi) in indexes {
                     newKey.removeAll(keepingCapacity: true)
                     TxnContext.appendIndexKey(index, row: row, rowId: rowId, id: id, into: &newKey)
-                    try put(dbi, newKey, key)
+                    try put(dbi, newKey, indexValue(newKey, key))
                 }
             }
         }
+    }
+
+    /// The value of the index entry `key` of the row stored under `primaryKey`: empty (a bare entry)
+    /// when the store writes them and the key is whole — it then ends in exactly `primaryKey`
+    /// (``KeyCodec/primaryKey(ofIndexEntry:value:_:)``) — and `primaryKey` otherwise.
+    @inline(__always) func indexValue(_ key: [UInt8], _ primaryKey: [UInt8]) -> [UInt8] {
+        environment.bareIndexEntries && key.count <= KeyCodec.prefixLimit ? [] : primaryKey
     }
 
     /// The handles a deletion from a table writes to, looked up once per operation.
@@ -703,7 +723,7 @@ final class TxnContext {
                     pk.append(contentsOf: k)
                     record = UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)
                 } else {
-                    pk.append(contentsOf: UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size))
+                    pk.append(contentsOf: try entryValue(k, dv, walked))
                     var rv = MDB_val()
                     let found = pk.withUnsafeMutableBytes { p in
                         var pv = MDB_val(mv_size: p.count, mv_data: p.baseAddress)
@@ -818,7 +838,8 @@ final class TxnContext {
                 try walk(primary, lower: nil, upper: nil, descending: false) { storedKey, value in
                     let decoded = try RecordCodec.decode(value, schema: schema)
                     for (index, dbi) in targets {
-                        try put(dbi, TxnContext.indexKey(index, schema, row: decoded.row, rowId: decoded.rowId), storedKey)
+                        let key = TxnContext.indexKey(index, schema, row: decoded.row, rowId: decoded.rowId)
+                        try put(dbi, key, indexValue(key, storedKey))
                     }
                     return true
                 }
@@ -1005,14 +1026,18 @@ struct RangeCursor {
     let lower: [UInt8]?
     let upper: [UInt8]?
     let descending: Bool
+    /// The index the cursor walks, if any: each entry's value is then the primary key of its row, taken
+    /// from the key of a bare entry (``KeyCodec/primaryKey(ofIndexEntry:value:_:)``).
+    let index: IndexDefinition?
     private var started = false
     private var done = false
 
-    init(cursor: OpaquePointer, lower: [UInt8]?, upper: [UInt8]?, descending: Bool) {
+    init(cursor: OpaquePointer, lower: [UInt8]?, upper: [UInt8]?, descending: Bool, index: IndexDefinition? = nil) {
         self.cursor = cursor
         self.lower = lower
         self.upper = upper
         self.descending = descending
+        self.index = index
         // LMDB refuses empty keys: an empty upper bound is an empty range.
         if let upper, upper.isEmpty { done = true }
     }
@@ -1044,7 +1069,11 @@ struct RangeCursor {
             done = true
             return nil
         }
-        return (key, UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size))
+        let value = UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)
+        if value.isEmpty, let index {
+            return (key, try KeyCodec.primaryKey(ofIndexEntry: key, value: value, index))
+        }
+        return (key, value)
     }
 
     private func seek(_ key: [UInt8], _ kv: inout MDB_val, _ dv: inout MDB_val) -> Int32 {

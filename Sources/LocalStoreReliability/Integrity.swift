@@ -176,7 +176,13 @@ public enum LMDBWalk {
                 continue
             }
             if entries.count != rows.count { problem("index \(name) has \(entries.count) entries, its table \(rows.count) rows") }
-            for (_, primaryKey) in entries {
+            let components = rest[rest.index(after: colon)...].split(separator: ",").count
+            for (indexKey, value) in entries {
+                // A bare entry (format 4: an empty value) names its row by the bytes after its components.
+                guard let primaryKey = value.isEmpty ? Self.bareEntryPrimaryKey(indexKey, components: components) : value else {
+                    problem("index \(name) has a bare entry whose key does not parse")
+                    break
+                }
                 var k = primaryKey
                 let found = k.withUnsafeMutableBytes { buffer -> Bool in
                     var key = MDB_val(mv_size: buffer.count, mv_data: buffer.baseAddress)
@@ -190,5 +196,48 @@ public enum LMDBWalk {
             }
         }
         return problems
+    }
+
+    /// The primary key a bare LMDB index entry names: the key's bytes after its `components` components,
+    /// parsed here from the tags alone (docs/lmdb.md, "Keys"), independently of LocalStoreLMDB. A
+    /// descending component is complemented, its tag included. `nil` when the key does not parse.
+    static func bareEntryPrimaryKey(_ key: [UInt8], components: Int) -> [UInt8]? {
+        var offset = 0
+        for _ in 0..<components {
+            guard offset < key.count else { return nil }
+            let flip: UInt8 = key[offset] >= 0x80 ? 0xFF : 0
+            var end: Int?
+            switch key[offset] ^ flip {
+            case 0x00, 0x60: end = offset + 1  // null, json
+            case 0x10: end = offset + 2  // bool
+            case 0x20, 0x30: end = offset + 9  // number, date
+            case 0x40, 0x50:  // string, binary: escaped, ended by 00 01
+                var i = offset + 1
+                while i + 1 < key.count {
+                    if key[i] ^ flip == 0 {
+                        if key[i + 1] ^ flip == 0x01 {
+                            end = i + 2
+                            break
+                        }
+                        i += 2
+                    } else {
+                        i += 1
+                    }
+                }
+            case 0x70:  // NOCASE: ended by 00 00, or 00 01 and 8 bytes of length
+                var i = offset + 1
+                while i + 1 < key.count {
+                    if key[i] ^ flip == 0 {
+                        end = key[i + 1] ^ flip == 0 ? i + 2 : i + 10
+                        break
+                    }
+                    i += 1
+                }
+            default: return nil
+            }
+            guard let end, end <= key.count else { return nil }
+            offset = end
+        }
+        return offset < key.count ? Array(key[offset...]) : nil
     }
 }

@@ -178,6 +178,34 @@ enum RawFormat {
 
     /// The version bytes (the first byte) of every record of an LMDB store's table `table`, by id key.
     static func lmdbRecordVersions(_ directory: String, table: String) throws -> [UInt8] {
+        try lmdbValues(directory, database: "t:" + table.lowercased()) { $0.count > 0 ? $0[0] : 0 }
+    }
+
+    /// The value sizes of every entry of the LMDB database `database`, in key order.
+    static func lmdbValueSizes(_ directory: String, database: String) throws -> [Int] {
+        try lmdbValues(directory, database: database) { $0.count }
+    }
+
+    /// The names of the LMDB databases of the column and compound indexes of `table` (`i:` + the table).
+    static func lmdbIndexDatabases(_ directory: String, table: String) throws -> [String] {
+        try lmdbKeys(directory, database: nil).filter { $0.hasPrefix("i:" + table.lowercased() + ":") }
+    }
+
+    private static func lmdbKeys(_ directory: String, database: String?) throws -> [String] {
+        var keys: [String] = []
+        try lmdbWalk(directory, database: database) { key, _ in keys.append(String(decoding: key, as: UTF8.self)) }
+        return keys
+    }
+
+    private static func lmdbValues<T>(_ directory: String, database: String, _ map: (UnsafeRawBufferPointer) -> T) throws -> [T] {
+        var out: [T] = []
+        try lmdbWalk(directory, database: database) { _, value in out.append(map(value)) }
+        return out
+    }
+
+    private static func lmdbWalk(
+        _ directory: String, database: String?, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void
+    ) throws {
         var env: OpaquePointer?
         try #require(mdb_env_create(&env) == 0)
         defer { mdb_env_close(env) }
@@ -187,19 +215,17 @@ enum RawFormat {
         try #require(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn) == 0)
         defer { mdb_txn_abort(txn) }
         var dbi: MDB_dbi = 0
-        try #require(mdb_dbi_open(txn, "t:" + table.lowercased(), 0, &dbi) == 0)
+        try #require(mdb_dbi_open(txn, database, 0, &dbi) == 0)
         var cursor: OpaquePointer?
         try #require(mdb_cursor_open(txn, dbi, &cursor) == 0)
         defer { mdb_cursor_close(cursor) }
-        var versions: [UInt8] = []
         var kv = MDB_val()
         var dv = MDB_val()
         var rc = mdb_cursor_get(cursor, &kv, &dv, MDB_FIRST)
         while rc == 0 {
-            versions.append(dv.mv_size > 0 ? dv.mv_data.load(as: UInt8.self) : 0)
+            visit(UnsafeRawBufferPointer(start: kv.mv_data, count: kv.mv_size), UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size))
             rc = mdb_cursor_get(cursor, &kv, &dv, MDB_NEXT)
         }
-        return versions
     }
 
     /// The format number of the fixture copy (the store must be closed for LMDB and SQLite).
@@ -287,6 +313,14 @@ struct FormatFixtureTests {
             let versions = try RawFormat.lmdbRecordVersions(copy.path, table: "TodoItem")
             #expect(versions.count == 4)
             #expect(Set(versions) == [set.lmdbFormat >= 3 ? 2 : 1], "\(versions)")
+            // A store before format 4 keeps naming the row in every index entry's value, the new row's too
+            // (a bare entry would read as a dangling one in the builds that wrote it).
+            let indexes = try RawFormat.lmdbIndexDatabases(copy.path, table: "TodoItem")
+            #expect(indexes.count == 2, "\(indexes)")
+            for index in indexes {
+                let sizes = try RawFormat.lmdbValueSizes(copy.path, database: index)
+                #expect(sizes.count == 4 && sizes.allSatisfy { $0 > 0 }, "\(index): \(sizes)")
+            }
         }
         let reopened = try copy.open()
         defer { try? reopened.close() }
@@ -294,8 +328,10 @@ struct FormatFixtureTests {
         #expect(try reopened.pendingOperations().map(\.id) == [1, 3, 4])
     }
 
-    /// A new LMDB store is created as format 3 and writes records of version 2 (tags first).
-    @Test func aNewLMDBStoreWritesTagsFirstRecords() throws {
+    /// A new LMDB store is created as format 4, writes records of version 2 (tags first) and bare index
+    /// entries (empty values) where the whole key ends in the row's key, and reads them back through
+    /// every kind of index read.
+    @Test func aNewLMDBStoreWritesTagsFirstRecordsAndBareIndexEntries() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ls-format-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         do {
@@ -304,12 +340,24 @@ struct FormatFixtureTests {
             try store.defineTable(Expected.todo)
             try store.upsert([["id": "a", "text": "one", "done": true, "priority": 1], ["id": "b"]], into: "TodoItem")
         }
-        #expect(try RawFormat.lmdb(directory.path) == 3)
+        #expect(try RawFormat.lmdb(directory.path) == 4)
         #expect(try RawFormat.lmdbRecordVersions(directory.path, table: "TodoItem") == [2, 2])
+        let indexes = try RawFormat.lmdbIndexDatabases(directory.path, table: "TodoItem")
+        #expect(indexes.count == 2, "\(indexes)")
+        for index in indexes {
+            #expect(try RawFormat.lmdbValueSizes(directory.path, database: index) == [0, 0], "\(index)")
+        }
         let store = try LMDBStore(path: directory.path)
         defer { try? store.close() }
         #expect(try store.count("TodoItem", where: Field("done") == true) == 1)
         #expect(try store.read(table: "TodoItem", id: "a")?["text"] == "one")
+        // Reads through the index: a range, a count from the keys, an ordered walk, a delete by query.
+        #expect(try store.read(Query("TodoItem", where: Field("priority") >= 1)).items.compactMap(\.id) == ["a"])
+        #expect(try store.count("TodoItem", where: Field("text") == "one") == 1)
+        #expect(try store.read(Query("TodoItem", sort: [SortKey("priority", .descending)], top: 1)).items.first?.id == "a")
+        try store.delete(matching: Query("TodoItem", where: Field("priority") == 1))
+        #expect(try store.count("TodoItem") == 1)
+        #expect(try store.checkIntegrity() == [])
     }
 
     /// A store without compound indexes is upgraded to format 2 by the definition that adds the first one
@@ -344,8 +392,8 @@ struct FormatFixtureTests {
     @Test(arguments: cases.filter { $0.1.name != "sqlcipher" })
     func aNewerFormatIsAVersionMismatch(_ set: FixtureSet, _ backend: FixtureBackend) throws {
         let copy = try FixtureCopy(set, backend)
-        // LMDB knows formats 1 to 3, SQL formats 1 and 2.
-        let next = backend.name == "lmdb" ? 4 : 3
+        // LMDB knows formats 1 to 4, SQL formats 1 and 2.
+        let next = backend.name == "lmdb" ? 5 : 3
         if backend.name == "lmdb" {
             _ = try RawFormat.lmdb(copy.path, set: UInt64(next))
         } else {
