@@ -268,6 +268,10 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
             guard isActive else {
                 throw LocalStoreError(.misuse, "a transaction was used after its write {} block ended")
             }
+            // The body's thread holds the write lock and set `writer`; any other thread is misuse.
+            guard store.writer.isCurrentThread else {
+                throw LocalStoreError(.misuse, "a transaction was used on another thread than the one running its write {} body")
+            }
         }
 
         func rollback() { rollback(to: 0) }
