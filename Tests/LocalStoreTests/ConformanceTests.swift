@@ -111,6 +111,9 @@ struct ConformanceTests {
         "markedOperationsAreTracked",
         "nestedTypedCallsAreAtomic",
         "nestedFailuresLeaveNothing",
+        "storeCallsInsideWriteAreMisuse",
+        "transactionAfterBodyIsMisuse",
+        "transactionOnAnotherThreadIsMisuse",
         "pulledPageRules",
         "purgeRules",
         "pullQueryStringRoundTrip",
@@ -263,6 +266,12 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func markedOperationsAreTracked(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func nestedTypedCallsAreAtomic(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func nestedFailuresLeaveNothing(_ backend: StoreFactory) throws { try runCheck(backend) }
+
+    // MARK: Misuse
+
+    @Test(arguments: Backends.all) func storeCallsInsideWriteAreMisuse(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func transactionAfterBodyIsMisuse(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func transactionOnAnotherThreadIsMisuse(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pulledPageRules(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func purgeRules(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pullQueryStringRoundTrip(_ backend: StoreFactory) throws { try runCheck(backend) }
