@@ -80,7 +80,7 @@ package final class SQLEngine: @unchecked Sendable {
     package let isReadOnlyLocation: Bool
 
     private let writerLock = PThreadMutex()
-    private let writerThread = WriterThread()
+    fileprivate let writerThread = WriterThread()
     // Guarded by writerLock.
     private var writer: Connection?
     private var writerClosed = false
@@ -979,6 +979,9 @@ final class SQLTransaction: LocalStoreTransaction, CompositeWrites {
             guard isActive else {
                 throw LocalStoreError(.misuse, "a transaction was used after its write {} block ended")
             }
+            guard session.engine.writerThread.isCurrentThread else {
+                throw LocalStoreError(.misuse, "a transaction was used on another thread than the one running its write {} body")
+            }
             if let storedFailure { throw storedFailure }
             guard connection.isInTransaction else {
                 let e = LocalStoreError(.internal, "sqlite: the transaction was rolled back after an earlier error")
@@ -1070,6 +1073,9 @@ final class SQLTransaction: LocalStoreTransaction, CompositeWrites {
         let recorded: ChangeCollector?? = try lock.withLock {
             guard isActive else {
                 throw LocalStoreError(.misuse, "a transaction was used after its write {} block ended")
+            }
+            guard session.engine.writerThread.isCurrentThread else {
+                throw LocalStoreError(.misuse, "a transaction was used on another thread than the one running its write {} body")
             }
             if let storedFailure { throw storedFailure }
             // Unguarded already: a failure undoes more than this body.
