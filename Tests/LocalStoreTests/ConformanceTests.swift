@@ -311,6 +311,24 @@ final class MutantStore: LocalStore, LocalStoreTransaction {
         case descendingAsAscending
         /// `delete(ids:)` with an empty list on an unknown table throws.
         case strictEmptyDelete
+        /// Inside a write body, calls on the store are served by the body's transaction instead of
+        /// being refused with `misuse`.
+        case servesStoreInsideWrite
+        /// A transaction keeps working after its body returned: its calls go to the store.
+        case transactionOutlivesBody
+        /// A transaction called from another thread than its body's answers (reads find nothing,
+        /// writes do nothing) instead of refusing with `misuse`.
+        case transactionOnAnyThread
+    }
+
+    /// The transaction of the write body running on each thread (for `servesStoreInsideWrite`).
+    private let running = LockedValue<[ObjectIdentifier: any LocalStoreTransaction]>([:])
+
+    /// The transaction of a write body running on this thread, when the fault serves store calls with it.
+    private func runningTransaction() -> (any LocalStoreTransaction)? {
+        guard fault == .servesStoreInsideWrite else { return nil }
+        let thread = ObjectIdentifier(Thread.current)
+        return running.withLock { $0[thread] }
     }
 
     let inner: InMemoryStore
@@ -324,9 +342,14 @@ final class MutantStore: LocalStore, LocalStoreTransaction {
 
     var systemTableNames: SystemTableNames { inner.systemTableNames }
     func schema(of table: String) throws -> TableSchema? { try inner.schema(of: table) }
-    func read(table: String, id: Value) throws -> Item? { try inner.read(table: table, id: id) }
+
+    func read(table: String, id: Value) throws -> Item? {
+        if let tx = runningTransaction() { return try tx.read(table: table, id: id) }
+        return try inner.read(table: table, id: id)
+    }
 
     func read(_ query: Query) throws -> ReadResult {
+        if let tx = runningTransaction() { return try tx.read(query) }
         var q = query
         if fault == .ignoreSkip { q.skip = 0 }
         if fault == .descendingAsAscending { q.sort = q.sort.map { SortKey($0.field) } }
@@ -334,6 +357,7 @@ final class MutantStore: LocalStore, LocalStoreTransaction {
     }
 
     func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
+        if let tx = runningTransaction() { return try tx.upsert(items, into: table, options: options) }
         guard fault == .replaceInsteadOfMerge else { return try inner.upsert(items, into: table, options: options) }
         try inner.write { tx in
             for item in items { if let id = item.id, !id.isNull { try? tx.delete(ids: [id], from: table) } }
@@ -342,21 +366,134 @@ final class MutantStore: LocalStore, LocalStoreTransaction {
     }
 
     func delete(ids: [Value], from table: String) throws {
+        if let tx = runningTransaction() { return try tx.delete(ids: ids, from: table) }
         if fault == .strictEmptyDelete, ids.isEmpty, try inner.schema(of: table) == nil { throw LocalStoreError.unknownTable(table) }
         try inner.delete(ids: ids, from: table)
     }
 
-    func delete(matching query: Query) throws { try inner.delete(matching: query) }
-
-    func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
-        if fault == .noRollback { return try body(self) }
-        return try inner.performWrite(body)
+    func delete(matching query: Query) throws {
+        if let tx = runningTransaction() { return try tx.delete(matching: query) }
+        try inner.delete(matching: query)
     }
 
-    func defineTable(_ schema: TableSchema) throws { try inner.defineTable(schema) }
+    func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        if let tx = runningTransaction() { return try tx.performWrite(body) }
+        switch fault {
+        case .noRollback:
+            return try body(self)
+        case .servesStoreInsideWrite:
+            let thread = ObjectIdentifier(Thread.current)
+            return try inner.performWrite { tx in
+                running.withLock { $0[thread] = tx }
+                defer { _ = running.withLock { $0.removeValue(forKey: thread) } }
+                return try body(tx)
+            }
+        case .transactionOutlivesBody, .transactionOnAnyThread:
+            return try inner.performWrite { tx in
+                let wrapper = MutantTransaction(tx, store: inner, fault: fault)
+                defer { wrapper.bodyReturned() }
+                return try body(wrapper)
+            }
+        default:
+            return try inner.performWrite(body)
+        }
+    }
+
+    func defineTable(_ schema: TableSchema) throws {
+        // A transaction cannot define tables: inside a body the fault reports success without doing it.
+        if runningTransaction() != nil { return }
+        try inner.defineTable(schema)
+    }
     func tableSchemas() throws -> [TableSchema] { try inner.tableSchemas() }
     func close() throws { try inner.close() }
     var changeCenter: ChangeCenter { inner.changeCenter }
+}
+
+/// The transaction a faulty ``MutantStore`` hands to a write body: it forwards to the real one, except
+/// that after the body returned (`transactionOutlivesBody`) it forwards to the store, and on another
+/// thread than the body's (`transactionOnAnyThread`) it answers without doing anything.
+final class MutantTransaction: LocalStoreTransaction, @unchecked Sendable {
+    let inner: any LocalStoreTransaction
+    let store: InMemoryStore
+    let fault: MutantStore.Fault?
+    let bodyThread = ObjectIdentifier(Thread.current)
+    private let ended = LockedValue(false)
+
+    init(_ inner: any LocalStoreTransaction, store: InMemoryStore, fault: MutantStore.Fault?) {
+        self.inner = inner
+        self.store = store
+        self.fault = fault
+    }
+
+    func bodyReturned() { ended.withLock { $0 = true } }
+
+    /// Where a call goes: `.store` after the body (outlives fault), `nil` on another thread (any-thread
+    /// fault: the call answers without doing anything), otherwise the real transaction.
+    private enum Target { case transaction, store, nowhere }
+
+    private var target: Target {
+        if fault == .transactionOutlivesBody, ended.withLock({ $0 }) { return .store }
+        if fault == .transactionOnAnyThread, ObjectIdentifier(Thread.current) != bodyThread { return .nowhere }
+        return .transaction
+    }
+
+    var systemTableNames: SystemTableNames { inner.systemTableNames }
+
+    func schema(of table: String) throws -> TableSchema? {
+        switch target {
+        case .transaction: return try inner.schema(of: table)
+        case .store: return try store.schema(of: table)
+        case .nowhere: return nil
+        }
+    }
+
+    func read(table: String, id: Value) throws -> Item? {
+        switch target {
+        case .transaction: return try inner.read(table: table, id: id)
+        case .store: return try store.read(table: table, id: id)
+        case .nowhere: return nil
+        }
+    }
+
+    func read(_ query: Query) throws -> ReadResult {
+        switch target {
+        case .transaction: return try inner.read(query)
+        case .store: return try store.read(query)
+        case .nowhere: throw LocalStoreError(.internal, "mutant: no reads from another thread")
+        }
+    }
+
+    func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
+        switch target {
+        case .transaction: try inner.upsert(items, into: table, options: options)
+        case .store: try store.upsert(items, into: table, options: options)
+        case .nowhere: return
+        }
+    }
+
+    func delete(ids: [Value], from table: String) throws {
+        switch target {
+        case .transaction: try inner.delete(ids: ids, from: table)
+        case .store: try store.delete(ids: ids, from: table)
+        case .nowhere: return
+        }
+    }
+
+    func delete(matching query: Query) throws {
+        switch target {
+        case .transaction: try inner.delete(matching: query)
+        case .store: try store.delete(matching: query)
+        case .nowhere: return
+        }
+    }
+
+    func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        switch target {
+        case .transaction: return try inner.performWrite { tx in try body(MutantTransaction(tx, store: store, fault: fault)) }
+        case .store: return try store.performWrite(body)
+        case .nowhere: throw LocalStoreError(.internal, "mutant: no nested writes from another thread")
+        }
+    }
 }
 
 @Suite("Conformance suite self-test")
@@ -368,6 +505,9 @@ struct ConformanceSelfTests {
         (.noRollback, ["writeRollsBackOnError", "removeOperationRemovesItsErrors", "writeNestedIsASavepoint", "queueEnqueueValidation", "pushErrorsAndResolutions", "nestedTypedCallsAreAtomic"]),
         (.descendingAsAscending, ["sortOrderNullsAndTieBreak", "pagingStableDescending", "predicateHandWrittenExpectations"]),
         (.strictEmptyDelete, ["unknownTableForEveryCall"]),
+        (.servesStoreInsideWrite, ["storeCallsInsideWriteAreMisuse"]),
+        (.transactionOutlivesBody, ["transactionAfterBodyIsMisuse"]),
+        (.transactionOnAnyThread, ["transactionOnAnotherThreadIsMisuse"]),
     ]
 
     @Test("a broken backend fails the checks that cover its fault", arguments: MutantStore.Fault.allCases)
