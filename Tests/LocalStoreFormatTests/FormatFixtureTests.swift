@@ -23,6 +23,9 @@ struct FixtureSet: Sendable, CustomStringConvertible {
     let compoundIndexes: Bool
     /// Whether the writer kept the operation id high-water mark in the config table.
     let operationIdHighWaterMark: Bool
+    /// Whether the stores hold the `sentTracking` config row (type 100), written by stores since the queue's
+    /// sent marks.
+    var sentTracking = false
 
     var description: String { directory }
 
@@ -35,6 +38,10 @@ struct FixtureSet: Sendable, CustomStringConvertible {
         // LMDB records of version 2 (tags first): a new LMDB store is format 3 (the SQL stores are as
         // in "compound-indexes").
         FixtureSet(directory: "tags-first-records", sqlFormat: 2, lmdbFormat: 3, compoundIndexes: true, operationIdHighWaterMark: true),
+        // LMDB bare index entries: a new LMDB store is format 4 (the SQL stores are as in "compound-indexes").
+        FixtureSet(
+            directory: "bare-index-entries", sqlFormat: 2, lmdbFormat: 4, compoundIndexes: true, operationIdHighWaterMark: true,
+            sentTracking: true),
     ]
 
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -285,7 +292,7 @@ struct FormatFixtureTests {
         #expect(DeltaTokenFormat.string(from: token) == "2023-11-14T22:15:23.456Z", sourceLocation: sourceLocation)
         let config = try store.configEntries()
         #expect(config.contains { $0.key == "theme" && $0.keyType == 7 && $0.value == "dark" && $0.table == "" }, "\(config)", sourceLocation: sourceLocation)
-        #expect(config.count == 2 + (set.operationIdHighWaterMark ? 1 : 0), "\(config)", sourceLocation: sourceLocation)
+        #expect(config.count == 2 + (set.operationIdHighWaterMark ? 1 : 0) + (set.sentTracking ? 1 : 0), "\(config)", sourceLocation: sourceLocation)
         #expect(try store.operationIdHighWaterMark() == (set.operationIdHighWaterMark ? 3 : 0), sourceLocation: sourceLocation)
         if let checkable = store as? any IntegrityChecking {
             #expect(try checkable.checkIntegrity() == [], sourceLocation: sourceLocation)
@@ -314,12 +321,14 @@ struct FormatFixtureTests {
             #expect(versions.count == 4)
             #expect(Set(versions) == [set.lmdbFormat >= 3 ? 2 : 1], "\(versions)")
             // A store before format 4 keeps naming the row in every index entry's value, the new row's too
-            // (a bare entry would read as a dangling one in the builds that wrote it).
+            // (a bare entry would read as a dangling one in the builds that wrote it); one of format 4
+            // writes every whole-key entry bare.
             let indexes = try RawFormat.lmdbIndexDatabases(copy.path, table: "TodoItem")
             #expect(indexes.count == 2, "\(indexes)")
             for index in indexes {
                 let sizes = try RawFormat.lmdbValueSizes(copy.path, database: index)
-                #expect(sizes.count == 4 && sizes.allSatisfy { $0 > 0 }, "\(index): \(sizes)")
+                let bare = set.lmdbFormat >= 4
+                #expect(sizes.count == 4 && sizes.allSatisfy { bare ? $0 == 0 : $0 > 0 }, "\(index): \(sizes)")
             }
         }
         let reopened = try copy.open()
