@@ -35,28 +35,35 @@ extension ConformanceSuite {
     /// The table the misuse checks write to.
     static let misuseSchema = TableSchema("MisuseItem", ["n": .integer])
 
-    /// Calls every kind of store call from inside a write body (which must refuse each with `misuse`).
-    private static func expectStoreCallsRefused(_ store: any LocalStore, _ situation: String) throws {
-        try expectThrows(code: .misuse, "store.read(table:id:) \(situation)") {
-            _ = try store.read(table: "MisuseItem", id: "a")
+    /// The calls a store and a transaction share — read by id, a query, upsert, delete by ids and a nested
+    /// `write {}` (whose body must not run) — made on `access` (named `name` in the messages), each of
+    /// which must be refused with `misuse`.
+    private static func expectAccessCallsRefused(_ access: any LocalStoreAccess, _ name: String, _ situation: String) throws {
+        try expectThrows(code: .misuse, "\(name).read(table:id:) \(situation)") {
+            _ = try access.read(table: "MisuseItem", id: "a")
         }
-        try expectThrows(code: .misuse, "store.read(_:) (a query) \(situation)") {
-            _ = try store.read(Query("MisuseItem"))
+        try expectThrows(code: .misuse, "\(name).read(_:) (a query) \(situation)") {
+            _ = try access.read(Query("MisuseItem"))
         }
-        try expectThrows(code: .misuse, "store.upsert \(situation)") {
-            try store.upsert([["id": "s", "n": 99]], into: "MisuseItem")
+        try expectThrows(code: .misuse, "\(name).upsert \(situation)") {
+            try access.upsert([["id": "late", "n": 97]], into: "MisuseItem")
         }
-        try expectThrows(code: .misuse, "store.delete(ids:from:) \(situation)") {
-            try store.delete(ids: ["a"], from: "MisuseItem")
+        try expectThrows(code: .misuse, "\(name).delete(ids:from:) \(situation)") {
+            try access.delete(ids: ["a"], from: "MisuseItem")
         }
         var nestedBodyRan = false
-        try expectThrows(code: .misuse, "a nested store.write {} (performWrite on the store) \(situation)") {
-            try store.performWrite { inner in
+        try expectThrows(code: .misuse, "a nested \(name).write {} (performWrite) \(situation)") {
+            try access.performWrite { inner in
                 nestedBodyRan = true
-                try inner.upsert([["id": "w", "n": 98]], into: "MisuseItem")
+                try inner.upsert([["id": "late2", "n": 96]], into: "MisuseItem")
             }
         }
-        try expect(!nestedBodyRan, "the body of a refused store.write {} \(situation) must not run")
+        try expect(!nestedBodyRan, "the body of a refused \(name).write {} \(situation) must not run")
+    }
+
+    /// Calls every kind of store call from inside a write body (which must refuse each with `misuse`).
+    private static func expectStoreCallsRefused(_ store: any LocalStore, _ situation: String) throws {
+        try expectAccessCallsRefused(store, "store", situation)
         try expectThrows(code: .misuse, "store.defineTable \(situation)") {
             try store.defineTable(TableSchema("MisuseOther", ["x": .string]))
         }
@@ -114,29 +121,10 @@ extension ConformanceSuite {
 
     /// Calls every kind of transaction call on `tx` (which must refuse each with `misuse`).
     private static func expectTransactionCallsRefused(_ tx: any LocalStoreTransaction, _ situation: String) throws {
-        try expectThrows(code: .misuse, "tx.read(table:id:) \(situation)") {
-            _ = try tx.read(table: "MisuseItem", id: "a")
-        }
-        try expectThrows(code: .misuse, "tx.read(_:) (a query) \(situation)") {
-            _ = try tx.read(Query("MisuseItem"))
-        }
-        try expectThrows(code: .misuse, "tx.upsert \(situation)") {
-            try tx.upsert([["id": "late", "n": 97]], into: "MisuseItem")
-        }
-        try expectThrows(code: .misuse, "tx.delete(ids:from:) \(situation)") {
-            try tx.delete(ids: ["a"], from: "MisuseItem")
-        }
+        try expectAccessCallsRefused(tx, "tx", situation)
         try expectThrows(code: .misuse, "tx.delete(matching:) \(situation)") {
             try tx.delete(matching: Query("MisuseItem"))
         }
-        var nestedBodyRan = false
-        try expectThrows(code: .misuse, "tx.write {} (performWrite on the transaction) \(situation)") {
-            try tx.performWrite { inner in
-                nestedBodyRan = true
-                try inner.upsert([["id": "late2", "n": 96]], into: "MisuseItem")
-            }
-        }
-        try expect(!nestedBodyRan, "the body of a refused tx.write {} \(situation) must not run")
         try expectThrows(code: .misuse, "tx.appendOperation (a composite call) \(situation)") {
             _ = try tx.appendOperation(table: "MisuseItem", itemId: "a")
         }
