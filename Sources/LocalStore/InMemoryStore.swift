@@ -13,7 +13,7 @@ import Logging
 /// composite entries: an equality prefix, a range on the next column and a sort on the columns after it read
 /// the index range in order and stop after `skip + top` rows; a count it answers exactly counts entries.
 /// ``explain(_:)`` tells which plan a query gets.
-public final class InMemoryStore: LocalStore, @unchecked Sendable {
+public final class InMemoryStore: LocalStore, QueryPlanReporting, @unchecked Sendable {
     /// The names of the system tables.
     public let systemTableNames: SystemTableNames
 
@@ -207,6 +207,16 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
         return try lock.withReadLock {
             let (table, resolved) = try resolve(query)
             return table.plan(for: resolved).description(schema: table.schema, compound: table.compound.map(\.index))
+        }
+    }
+
+    /// The access path a read of `query` takes (see ``QueryPlanReporting``): the plan ``explain(_:)``
+    /// describes.
+    public func accessPath(for query: Query) throws -> QueryAccessPath {
+        try writer.check()
+        return try lock.withReadLock {
+            let (table, resolved) = try resolve(query)
+            return table.plan(for: resolved).accessPath(schema: table.schema, compound: table.compound.map(\.index))
         }
     }
 
@@ -701,6 +711,16 @@ final class MemTable {
             case .idRange: return "primary key range"
             case .idOrdered: return "primary key order"
             case .scan: return "full scan"
+            }
+        }
+
+        /// The plan's ``QueryAccessPath``; `compound` as for ``description(schema:compound:)``.
+        func accessPath(schema: TableSchema, compound: [TableIndex]) -> QueryAccessPath {
+            switch self {
+            case .compound(let n, _, _, _, _, _): return .index(n < compound.count ? compound[n].resolvedName : "?")
+            case .ids, .idRange, .idOrdered: return .primaryKey
+            case .indexRange(let n, _), .ordered(let n, _): return .index(schema.columns[n].name)
+            case .scan: return .fullScan
             }
         }
     }

@@ -40,6 +40,7 @@ extension ConformanceSuite {
         ConformanceCheck(name: "compoundIndexRandomQueries", compoundIndexRandomQueries),
         ConformanceCheck(name: "compoundIndexLongKeys", compoundIndexLongKeys),
         ConformanceCheck(name: "compoundIndexLongIdTies", compoundIndexLongIdTies),
+        ConformanceCheck(name: "queriesUseDeclaredIndexes", queriesUseDeclaredIndexes),
         ConformanceCheck(name: "defineTableInvalidIdentifiers", defineTableInvalidIdentifiers),
         ConformanceCheck(name: "defineTableReservedNames", defineTableReservedNames),
         ConformanceCheck(name: "defineTableColumnLimit", defineTableColumnLimit),

@@ -30,6 +30,14 @@ struct IndexDefinition: Hashable, Sendable {
         if let compound { return compound.resolvedName + "(" + names.joined(separator: ", ") + ")" }
         return names.count == 1 ? names[0] : "(" + names.joined(separator: ", ") + ")"
     }
+
+    /// The name `QueryPlanReporting` gives the index: the compound index's ``TableIndex/resolvedName``,
+    /// the column's name for a column index, the database's name for a system table's own index.
+    func reportedName(schema: TableSchema) -> String {
+        if let compound { return compound.resolvedName }
+        if components.count == 1 { return schema.columns[components[0].column].name }
+        return database
+    }
 }
 
 /// A table as stored in the catalog: its schema, its primary database and its indexes.

@@ -83,7 +83,7 @@ public struct LMDBStoreOptions: Sendable, Hashable {
 /// try store.defineTable(TableSchema("TodoItem", ["id": .string, "text": .string, "done": .boolean], indexed: ["done"]))
 /// try store.upsert([["id": "1", "text": "Buy milk", "done": false]], into: "TodoItem")
 /// ```
-public final class LMDBStore: LocalStore {
+public final class LMDBStore: LocalStore, QueryPlanReporting {
     /// The names of the system tables.
     public let systemTableNames: SystemTableNames
     /// The environment directory.
@@ -318,6 +318,13 @@ public final class LMDBStore: LocalStore {
     public func explain(_ query: Query) throws -> String {
         try checkOpen()
         return try environment.read { try $0.explain(query) }
+    }
+
+    /// The access path a read of `query` takes (see `QueryPlanReporting`): the planner's choice that
+    /// ``explain(_:)`` describes.
+    public func accessPath(for query: Query) throws -> QueryAccessPath {
+        try checkOpen()
+        return try environment.read { try $0.accessPath(query) }
     }
 
     /// Writes a compacted copy of the store (free pages omitted) into the directory `path`, which

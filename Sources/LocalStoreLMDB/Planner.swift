@@ -29,6 +29,13 @@ struct KeyRange: Hashable {
 enum PlanSource {
     case primary
     case index(IndexDefinition)
+
+    func accessPath(schema: TableSchema) -> QueryAccessPath {
+        switch self {
+        case .primary: return .primaryKey
+        case .index(let i): return .index(i.reportedName(schema: schema))
+        }
+    }
 }
 
 /// How a query is answered. Every plan yields a superset of the matching rows (or, for `ordered`,
@@ -80,6 +87,20 @@ enum QueryPlan {
             return "index-only count \(i.description(schema: table.schema)) using \(leading) of \(i.components.count) columns"
         case .walkOrRanges(let walk, let descending, _, _, _):
             return QueryPlan.ordered(walk, .all, descending: descending).description(table: table)
+        }
+    }
+
+    /// The plan's access path (`QueryPlanReporting`): a cost choice reports its ordered walk, the
+    /// path it tries first.
+    func accessPath(table: TableDefinition) -> QueryAccessPath {
+        switch self {
+        case .empty: return .noRows
+        case .ids: return .primaryKey
+        case .scan: return .fullScan
+        case .ranges(let source, _), .ordered(let source, _, _), .walkOrRanges(walk: let source, _, _, _, _):
+            return source.accessPath(schema: table.schema)
+        case .compoundOrdered(let i, _, _, _, _, _), .compoundRanges(let i, _, _), .countEntries(let i, _, _):
+            return .index(i.reportedName(schema: table.schema))
         }
     }
 }

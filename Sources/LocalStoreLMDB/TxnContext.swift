@@ -478,6 +478,12 @@ final class TxnContext {
         return try QueryPlanner(table: t, query: q, statistics: statistics(t)).plan().description(table: t)
     }
 
+    func accessPath(_ query: Query) throws -> QueryAccessPath {
+        let t = try table(query.table)
+        let q = try ResolvedQuery(query, schema: t.schema)
+        return try QueryPlanner(table: t, query: q, statistics: statistics(t)).plan().accessPath(table: t)
+    }
+
     // MARK: Writes
 
     /// Applies `op` (checking all of its input first) and logs it for replay.

@@ -22,7 +22,7 @@ import Logging
 ///   in both cases the file is left untouched.
 ///
 /// See `docs/encryption.md` for the threat model and key handling.
-public final class SQLCipherStore: LocalStore, IntegrityChecking {
+public final class SQLCipherStore: LocalStore, IntegrityChecking, QueryPlanReporting {
     /// Cipher and engine settings.
     ///
     /// The same names as `SQLiteStore.Options` and `LMDBStoreOptions` for what they share:
@@ -234,6 +234,11 @@ public final class SQLCipherStore: LocalStore, IntegrityChecking {
     /// How SQLite answers `query` (see `SQLiteStore.explain(_:)`).
     public func explain(_ query: Query) throws -> String {
         try lock.with { try $0.explain(query) }
+    }
+
+    /// The access path a read of `query` takes (see `QueryPlanReporting` and `SQLiteStore.accessPath(for:)`).
+    public func accessPath(for query: Query) throws -> QueryAccessPath {
+        try lock.with { try $0.accessPath(for: query) }
     }
 
     /// Moves every committed page from the write-ahead log into the database file and truncates the log.

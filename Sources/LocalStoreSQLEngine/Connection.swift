@@ -243,8 +243,21 @@ final class Connection {
 
     /// The `detail` lines of SQLite's `EXPLAIN QUERY PLAN` for `sql` bound to `arguments` (the detail is the
     /// fourth column both before SQLite 3.24 — selectid, order, from, detail — and after).
+    ///
+    /// The plan is compiled afresh each time, after a statement that reads the schema cookie (which
+    /// reloads a schema another connection changed): an `EXPLAIN` statement reads no table, so a cached
+    /// one would keep describing the plan of the schema it was compiled for — without an index added since.
     func queryPlan(_ sql: String, arguments: [Value] = []) throws -> [String] {
-        try withStatement("EXPLAIN QUERY PLAN " + sql, fallbackOnSizeLimit: true) { s in
+        _ = try scalarInt("SELECT count(*) FROM sqlite_master WHERE 0")
+        do {
+            return try explainQueryPlan(sql, arguments: arguments)
+        } catch let error as PrepareFailure where error.isSizeLimit {
+            throw NeedsFallback()
+        }
+    }
+
+    private func explainQueryPlan(_ sql: String, arguments: [Value]) throws -> [String] {
+        try withUncachedStatement("EXPLAIN QUERY PLAN " + sql) { s in
             try s.bind(arguments)
             var lines: [String] = []
             while try s.step() { lines.append(s.text(3)) }

@@ -913,6 +913,11 @@ package final class SQLEngine: @unchecked Sendable {
         try withReader { try $0.queryPlan(query) }.joined(separator: "; ")
     }
 
+    /// The access path a read of `query` takes (see `QueryPlanReporting`), from SQLite's query plan.
+    package func accessPath(for query: Query) throws -> QueryAccessPath {
+        try withReader { try $0.accessPath(query) }
+    }
+
     /// SQLite's query plans of the system-table statements (tests: each must search an index or the
     /// primary key, not scan), by statement kind; empty when the system tables are not the standard ones.
     package func systemStatementQueryPlans() throws -> [String: [String]] {

@@ -160,6 +160,15 @@ struct Session {
         return try connection.queryPlan(text.sql, arguments: text.arguments)
     }
 
+    /// The access path of the statement ``read(_:)`` runs for `query` (see `QueryPlanReporting`), read
+    /// from SQLite's `EXPLAIN QUERY PLAN` (``SQLAccessPath``).
+    func accessPath(_ query: Query) throws -> QueryAccessPath {
+        let t = try table(query.table)
+        let q = try ResolvedQuery(query, schema: t.schema)
+        let lines = try queryPlan(query)
+        return SQLAccessPath.parse(lines, table: t, walksInOrder: q.top != nil && !q.sort.isEmpty)
+    }
+
     // MARK: Writes (inside a write transaction)
 
     func upsert(_ items: [Item], into name: String, options: UpsertOptions) throws {

@@ -23,7 +23,7 @@ import LocalStoreSQLEngine
 ///   `readOnly`, `ioError`, `constraint`, …) with SQLite's own message.
 ///
 /// See `docs/sqlite.md` for the file layout and type mapping.
-public final class SQLiteStore: LocalStore, IntegrityChecking {
+public final class SQLiteStore: LocalStore, IntegrityChecking, QueryPlanReporting {
     /// How a store trades speed for durability and concurrency.
     ///
     /// The same names as `SQLCipherStore.Options` and `LMDBStoreOptions` for what they share:
@@ -202,6 +202,13 @@ public final class SQLiteStore: LocalStore, IntegrityChecking {
     /// A plan without `USE TEMP B-TREE FOR ORDER BY` reads the rows in the query's order.
     public func explain(_ query: Query) throws -> String {
         try engine.explain(query)
+    }
+
+    /// The access path a read of `query` takes (see `QueryPlanReporting`), read from the plan ``explain(_:)``
+    /// shows: `SEARCH … USING INDEX` is that index, a `SCAN` a full scan unless it walks an index in the
+    /// query's order for `top` rows.
+    public func accessPath(for query: Query) throws -> QueryAccessPath {
+        try engine.accessPath(for: query)
     }
 }
 

@@ -62,6 +62,7 @@ struct ConformanceTests {
         "compoundIndexRandomQueries",
         "compoundIndexLongKeys",
         "compoundIndexLongIdTies",
+        "queriesUseDeclaredIndexes",
         "defineTableInvalidIdentifiers",
         "defineTableReservedNames",
         "defineTableColumnLimit",
@@ -205,6 +206,7 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func compoundIndexRandomQueries(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func compoundIndexLongKeys(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func compoundIndexLongIdTies(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func queriesUseDeclaredIndexes(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func defineTableInvalidIdentifiers(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func defineTableReservedNames(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func defineTableColumnLimit(_ backend: StoreFactory) throws { try runCheck(backend) }
@@ -299,7 +301,7 @@ struct ConformanceTests {
 }
 
 /// The in-memory store with one deliberate fault, to show that the suite notices broken backends.
-final class MutantStore: LocalStore, LocalStoreTransaction {
+final class MutantStore: LocalStore, LocalStoreTransaction, QueryPlanReporting {
     enum Fault: String, Sendable, CaseIterable {
         /// `upsert` replaces existing rows instead of merging into them.
         case replaceInsteadOfMerge
@@ -319,14 +321,23 @@ final class MutantStore: LocalStore, LocalStoreTransaction {
         /// A transaction called from another thread than its body's answers (reads find nothing,
         /// writes do nothing) instead of refusing with `misuse`.
         case transactionOnAnyThread
+        /// Inside a write body, a nested `write {}` on the store runs as a savepoint of the body's
+        /// transaction instead of being refused with `misuse` (every other store call is refused).
+        case allowsNestedStoreWrite
+        /// Index declarations are accepted and dropped: every query reads the whole table (and the
+        /// store reports so).
+        case ignoresIndexes
+        /// Every query on a table with an index is reported as answered by that index, whatever it reads.
+        case claimsIndexes
     }
 
     /// The transaction of the write body running on each thread (for `servesStoreInsideWrite`).
     private let running = LockedValue<[ObjectIdentifier: any LocalStoreTransaction]>([:])
 
     /// The transaction of a write body running on this thread, when the fault serves store calls with it.
-    private func runningTransaction() -> (any LocalStoreTransaction)? {
-        guard fault == .servesStoreInsideWrite else { return nil }
+    /// `nestedWrite`: for a `write {}` call, which `allowsNestedStoreWrite` serves too.
+    private func runningTransaction(nestedWrite: Bool = false) -> (any LocalStoreTransaction)? {
+        guard fault == .servesStoreInsideWrite || (nestedWrite && fault == .allowsNestedStoreWrite) else { return nil }
         let thread = ObjectIdentifier(Thread.current)
         return running.withLock { $0[thread] }
     }
@@ -377,11 +388,11 @@ final class MutantStore: LocalStore, LocalStoreTransaction {
     }
 
     func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
-        if let tx = runningTransaction() { return try tx.performWrite(body) }
+        if let tx = runningTransaction(nestedWrite: true) { return try tx.performWrite(body) }
         switch fault {
         case .noRollback:
             return try body(self)
-        case .servesStoreInsideWrite:
+        case .servesStoreInsideWrite, .allowsNestedStoreWrite:
             let thread = ObjectIdentifier(Thread.current)
             return try inner.performWrite { tx in
                 running.withLock { $0[thread] = tx }
@@ -402,7 +413,17 @@ final class MutantStore: LocalStore, LocalStoreTransaction {
     func defineTable(_ schema: TableSchema) throws {
         // A transaction cannot define tables: inside a body the fault reports success without doing it.
         if runningTransaction() != nil { return }
-        try inner.defineTable(schema)
+        guard fault == .ignoresIndexes else { return try inner.defineTable(schema) }
+        try inner.defineTable(TableSchema(name: schema.name, columns: schema.columns.map { Column($0.name, $0.type) }))
+    }
+
+    func accessPath(for query: Query) throws -> QueryAccessPath {
+        if fault == .claimsIndexes, let schema = try inner.schema(of: query.table),
+            let name = schema.columns.first(where: \.indexed)?.name ?? schema.indexes.first?.resolvedName
+        {
+            return .index(name)
+        }
+        return try inner.accessPath(for: query)
     }
     func tableSchemas() throws -> [TableSchema] { try inner.tableSchemas() }
     func close() throws { try inner.close() }
@@ -508,6 +529,9 @@ struct ConformanceSelfTests {
         (.servesStoreInsideWrite, ["storeCallsInsideWriteAreMisuse"]),
         (.transactionOutlivesBody, ["transactionAfterBodyIsMisuse"]),
         (.transactionOnAnyThread, ["transactionOnAnotherThreadIsMisuse"]),
+        (.allowsNestedStoreWrite, ["storeCallsInsideWriteAreMisuse"]),
+        (.ignoresIndexes, ["queriesUseDeclaredIndexes"]),
+        (.claimsIndexes, ["queriesUseDeclaredIndexes"]),
     ]
 
     @Test("a broken backend fails the checks that cover its fault", arguments: MutantStore.Fault.allCases)
