@@ -1,7 +1,7 @@
 # LocalStore — two commands: `make bench` and `make test`.
 SHELL := /bin/bash
 SWIFT ?= swift
-APT_PACKAGES := libsqlite3-dev libsqlcipher-dev liblmdb-dev pkg-config
+APT_PACKAGES := libsqlite3-dev libsqlcipher-dev liblmdb-dev librocksdb-dev pkg-config
 SUDO := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
 BENCH_ARGS ?=
 # Each backend runs in this many child processes, in turns; per workload the median run is reported
@@ -20,14 +20,15 @@ STRESS_REPORT ?= $(CURDIR)/.build-reliability/stress-report.txt
 FUZZ_ARGS ?=
 # `make docs`: the DocC archives of the library products, one <Target>.doccarchive each, in DOCS_DIR.
 DOCS_DIR ?= $(CURDIR)/.build-docs
-DOCS_TARGETS := LocalStore LocalStoreSQLite LocalStoreSQLCipher LocalStoreLMDB LocalStoreConformance LocalStoreOpener LocalStoreSync LocalStoreSyncHTTP
+DOCS_TARGETS := LocalStore LocalStoreKV LocalStoreSQLite LocalStoreSQLCipher LocalStoreLMDB LocalStoreConformance LocalStoreOpener LocalStoreSync LocalStoreSyncHTTP
 
 .PHONY: deps test bench build clean stress fuzz docs sanitize
 
-# Installs the C libraries the backends need, only when pkg-config cannot find them.
+# Installs the C libraries the backends (and the RocksDB example, Examples/RocksDBStore) need, only when
+# pkg-config cannot find them.
 deps:
-	@if command -v pkg-config >/dev/null 2>&1 && pkg-config --exists sqlite3 sqlcipher lmdb; then \
-		echo "deps: sqlite3 $$(pkg-config --modversion sqlite3), sqlcipher $$(pkg-config --modversion sqlcipher), lmdb $$(pkg-config --modversion lmdb)"; \
+	@if command -v pkg-config >/dev/null 2>&1 && pkg-config --exists sqlite3 sqlcipher lmdb rocksdb; then \
+		echo "deps: sqlite3 $$(pkg-config --modversion sqlite3), sqlcipher $$(pkg-config --modversion sqlcipher), lmdb $$(pkg-config --modversion lmdb), rocksdb $$(pkg-config --modversion rocksdb)"; \
 	else \
 		echo "deps: installing $(APT_PACKAGES)"; \
 		$(SUDO) apt-get update -qq && \

@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "LocalStore", targets: ["LocalStore"]),
         .library(name: "LocalStoreConformance", targets: ["LocalStoreConformance"]),
+        .library(name: "LocalStoreKV", targets: ["LocalStoreKV"]),
         .library(name: "LocalStoreLMDB", targets: ["LocalStoreLMDB"]),
         .library(name: "LocalStoreSQLite", targets: ["LocalStoreSQLite"]),
         .library(name: "LocalStoreSQLCipher", targets: ["LocalStoreSQLCipher"]),
@@ -35,6 +36,20 @@ let package = Package(
             ]
         ),
         .target(name: "LocalStoreConformance", dependencies: ["LocalStore"]),
+        // The toolkit for backends on ordered key-value engines: order-preserving key and record codecs
+        // (LMDB's), shared by LocalStoreLMDB.
+        .target(name: "LocalStoreKV", dependencies: ["LocalStore"]),
+        // The example third-party backend (Examples/RocksDBStore/README.md): KVStore over RocksDB's C API.
+        // In no product; `make test` runs the whole conformance suite on it. Debian's librocksdb-dev ships rocksdb.pc.
+        .systemLibrary(
+            name: "CRocksDB", path: "Examples/RocksDBStore/Sources/CRocksDB", pkgConfig: "rocksdb",
+            providers: [.apt(["librocksdb-dev"])]
+        ),
+        .target(name: "RocksDBStore", dependencies: ["LocalStore", "LocalStoreKV", "CRocksDB"], path: "Examples/RocksDBStore/Sources/RocksDBStore"),
+        .testTarget(name: "RocksDBStoreTests", dependencies: ["LocalStore", "LocalStoreKV", "LocalStoreConformance", "RocksDBStore"]),
+        .executableTarget(
+            name: "rocksdb-example-bench", dependencies: ["LocalStoreBench", "LocalStoreLMDB", "RocksDBStore"],
+            path: "Examples/RocksDBStore/Sources/rocksdb-example-bench"),
         // The sync engine (docs/sync.md): push, pull, purge and conflicts over any LocalStore.
         .target(name: "LocalStoreSync", dependencies: ["LocalStore"]),
         // HTTP transports for both service generations (docs/sync-http.md), on AsyncHTTPClient.
@@ -112,7 +127,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LocalStoreTests",
-            dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreLMDB", "LocalStoreSQLite", "LocalStoreSQLCipher"]
+            dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreLMDB", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreKV"]
         ),
         .systemLibrary(
             name: "CLMDB",
@@ -122,13 +137,13 @@ let package = Package(
         ),
         .target(
             name: "LocalStoreLMDB",
-            dependencies: ["LocalStore", "CLMDB", "CLMDBChildWalk", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["LocalStore", "LocalStoreKV", "CLMDB", "CLMDBChildWalk", .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(name: "lmdb-reader-holder", dependencies: ["CLMDB"]),
         .testTarget(
             name: "LocalStoreLMDBTests",
             dependencies: [
-                "LocalStore", "LocalStoreConformance", "LocalStoreLMDB", "CLMDB", "lmdb-reader-holder",
+                "LocalStore", "LocalStoreConformance", "LocalStoreLMDB", "LocalStoreKV", "CLMDB", "lmdb-reader-holder",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -183,7 +198,7 @@ let package = Package(
             name: "LocalStoreDocTests",
             dependencies: [
                 "LocalStore", "LocalStoreConformance", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB", "LocalStoreOpener",
-                "LocalStoreSync", "LocalStoreSyncHTTP",
+                "LocalStoreSync", "LocalStoreSyncHTTP", "LocalStoreKV",
             ]
         ),
         // Power-loss recording (docs/reliability.md): a SQLite VFS shim and libc interposers, linked only

@@ -1,6 +1,7 @@
 import CLMDB
 import Foundation
 import LocalStore
+import LocalStoreKV
 
 /// One index of a table: an LMDB database keyed by the encoded components, then the row's id.
 struct IndexDefinition: Hashable, Sendable {

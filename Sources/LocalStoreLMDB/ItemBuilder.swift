@@ -1,5 +1,6 @@
 import Foundation
 import LocalStore
+import LocalStoreKV
 
 /// Builds items straight from stored records, without an intermediate decoded row: each item is in
 /// row form (``ItemLayout``) — its values, in the order of the returned columns, under a layout of their

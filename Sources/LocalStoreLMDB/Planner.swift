@@ -1,6 +1,7 @@
 import CLMDB
 import Foundation
 import LocalStore
+import LocalStoreKV
 
 /// A range of full keys: `lower <= key < upper`, `nil` meaning unbounded.
 struct KeyRange: Hashable {

@@ -1,6 +1,7 @@
 import CLMDB
 import Foundation
 import LocalStore
+import LocalStoreKV
 
 /// The columns of one stored record, located in place: a tag and a payload range per column, found
 /// by skipping (bounds-checked) over the record's bytes without building any value. One instance is
@@ -264,8 +265,6 @@ final class RecordFields {
 }
 
 extension ByteReader {
-    mutating func seek(_ to: Int) { offset = to }
-
     /// Skips the payload of a value whose tag was just read: bounds-checked, nothing built.
     mutating func skipPayload(_ tag: UInt8) throws {
         switch tag {

@@ -1,5 +1,6 @@
 import CLMDB
 import LocalStore
+import LocalStoreKV
 
 // LMDB adopts the core's system-table shortcuts (`SystemTableReadShortcuts`, `SystemTableShortcuts`).
 // Where LMDB has nothing faster than the generic call, the shortcut runs exactly that call (adopting

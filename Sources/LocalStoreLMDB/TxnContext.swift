@@ -1,6 +1,7 @@
 import CLMDB
 import Foundation
 import LocalStore
+import LocalStoreKV
 
 /// A mutation made through a write transaction, kept so it can be replayed after a map growth.
 enum WriteOp {

@@ -1,6 +1,7 @@
 import Foundation
 import LocalStore
 import LocalStoreConformance
+import LocalStoreKV
 import Testing
 
 // The snippets of "Writing your own backend" (Sources/LocalStore/LocalStore.docc/WritingYourOwnBackend.md),
@@ -278,4 +279,12 @@ func myStoreObservationConforms(_ check: AsyncConformanceCheck) async throws {
     let forgetful = StoreFactory(name: "forgetful", isPersistent: true) { directory in try MyStore(directory: directory) }
     #expect(throws: (any Error).self) { try ConformanceSuite.persistenceAcrossReopen(forgetful) }
     try ConformanceSuite.persistenceAcrossReopen(factory)
+}
+
+/// The toolkit path: any ordered key-value engine, here the toolkit's reference engine, passes the whole
+/// suite — the index check included.
+@Test func aKeyValueEngineThroughTheToolkit() throws {
+    let toolkit = StoreFactory(name: "kv", isPersistent: false) { _ in try KVStore(engine: InMemoryKVEngine()) }
+    try ConformanceSuite.queriesUseDeclaredIndexes(toolkit)
+    try ConformanceSuite.storeCallsInsideWriteAreMisuse(toolkit)
 }

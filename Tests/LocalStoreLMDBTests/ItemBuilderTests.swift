@@ -1,6 +1,7 @@
 import Foundation
 @testable import LocalStore
 @testable import LocalStoreLMDB
+import LocalStoreKV
 import Testing
 
 @Suite("LMDB items straight from records")

@@ -1,5 +1,6 @@
 import Foundation
 import LocalStore
+import LocalStoreKV
 @testable import LocalStoreLMDB
 import Testing
 

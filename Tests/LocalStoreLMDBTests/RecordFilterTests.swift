@@ -1,6 +1,7 @@
 import Foundation
 @testable import LocalStore
 @testable import LocalStoreLMDB
+import LocalStoreKV
 import Testing
 
 /// The one-pass record test (`SimpleRecordTest`) must give the general path's answer — the same

@@ -24,39 +24,39 @@ import LocalStore
 /// record shorter than the schema reads null for the missing columns. The decoder checks every
 /// length against the bytes left and every value against its column's type, and throws `corrupt`
 /// on anything else: it never traps on arbitrary input.
-enum RecordCodec {
+package enum RecordCodec {
     /// The version byte of a record whose tags are inline with their payloads.
-    static let version: UInt8 = 1
+    package static let version: UInt8 = 1
     /// The version byte of a record whose tags come first.
-    static let tagsFirstVersion: UInt8 = 2
+    package static let tagsFirstVersion: UInt8 = 2
 
     /// How a store writes its records.
-    enum Layout: Sendable, CaseIterable {
+    package enum Layout: Sendable, CaseIterable {
         /// Version 1: each value's tag before its payload (stores of format 1 and 2).
         case inline
         /// Version 2: all the tags, then the row number, then the payloads (stores of format 3).
         case tagsFirst
     }
     /// The deepest json nesting stored (the same limit as the core's JSON parser).
-    static let maximumJSONDepth = 512
+    package static let maximumJSONDepth = 512
 
-    enum Tag {
-        static let null: UInt8 = 0
-        static let `false`: UInt8 = 1
-        static let `true`: UInt8 = 2
-        static let int: UInt8 = 3
-        static let double: UInt8 = 4
-        static let string: UInt8 = 5
-        static let date: UInt8 = 6
-        static let binary: UInt8 = 7
-        static let json: UInt8 = 8
-        static let jsonArray: UInt8 = 6
-        static let jsonObject: UInt8 = 7
+    package enum Tag {
+        package static let null: UInt8 = 0
+        package static let `false`: UInt8 = 1
+        package static let `true`: UInt8 = 2
+        package static let int: UInt8 = 3
+        package static let double: UInt8 = 4
+        package static let string: UInt8 = 5
+        package static let date: UInt8 = 6
+        package static let binary: UInt8 = 7
+        package static let json: UInt8 = 8
+        package static let jsonArray: UInt8 = 6
+        package static let jsonObject: UInt8 = 7
     }
 
     // MARK: Encoding
 
-    static func encode(_ row: [Value], rowId: UInt64, layout: Layout) -> [UInt8] {
+    @inlinable package static func encode(_ row: [Value], rowId: UInt64, layout: Layout) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(16 + row.count * 8)
         switch layout {
@@ -75,7 +75,7 @@ enum RecordCodec {
         return out
     }
 
-    static func appendVarint(_ v: UInt64, into out: inout [UInt8]) {
+    @inlinable package static func appendVarint(_ v: UInt64, into out: inout [UInt8]) {
         var x = v
         while x >= 0x80 {
             out.append(UInt8(truncatingIfNeeded: x) | 0x80)
@@ -84,21 +84,21 @@ enum RecordCodec {
         out.append(UInt8(x))
     }
 
-    @inline(__always) static func zigzag(_ i: Int64) -> UInt64 { UInt64(bitPattern: (i << 1) ^ (i >> 63)) }
-    @inline(__always) static func unzigzag(_ u: UInt64) -> Int64 { Int64(bitPattern: u >> 1) ^ -Int64(bitPattern: u & 1) }
+    @inlinable @inline(__always) package static func zigzag(_ i: Int64) -> UInt64 { UInt64(bitPattern: (i << 1) ^ (i >> 63)) }
+    @inlinable @inline(__always) package static func unzigzag(_ u: UInt64) -> Int64 { Int64(bitPattern: u >> 1) ^ -Int64(bitPattern: u & 1) }
 
-    static func appendFixed(_ v: UInt64, into out: inout [UInt8]) {
+    @inlinable package static func appendFixed(_ v: UInt64, into out: inout [UInt8]) {
         var x = v.littleEndian
         withUnsafeBytes(of: &x) { out.append(contentsOf: $0) }
     }
 
-    static func appendBytes<C: Collection>(_ bytes: C, into out: inout [UInt8]) where C.Element == UInt8 {
+    @inlinable package static func appendBytes<C: Collection>(_ bytes: C, into out: inout [UInt8]) where C.Element == UInt8 {
         appendVarint(UInt64(bytes.count), into: &out)
         out.append(contentsOf: bytes)
     }
 
     /// The tag of a value.
-    static func tag(of v: Value) -> UInt8 {
+    @inlinable package static func tag(of v: Value) -> UInt8 {
         switch v {
         case .null: return Tag.null
         case .bool(let b): return b ? Tag.true : Tag.false
@@ -111,13 +111,13 @@ enum RecordCodec {
         }
     }
 
-    static func appendValue(_ v: Value, into out: inout [UInt8]) {
+    @inlinable package static func appendValue(_ v: Value, into out: inout [UInt8]) {
         out.append(tag(of: v))
         appendPayload(v, into: &out)
     }
 
     /// A value's bytes after its tag (nothing for null and booleans).
-    static func appendPayload(_ v: Value, into out: inout [UInt8]) {
+    @inlinable package static func appendPayload(_ v: Value, into out: inout [UInt8]) {
         switch v {
         case .null, .bool: break
         case .int(let i): appendVarint(zigzag(i), into: &out)
@@ -129,7 +129,7 @@ enum RecordCodec {
         }
     }
 
-    static func appendJSON(_ j: JSON, into out: inout [UInt8]) {
+    @inlinable package static func appendJSON(_ j: JSON, into out: inout [UInt8]) {
         switch j {
         case .null: out.append(Tag.null)
         case .bool(let b): out.append(b ? Tag.true : Tag.false)
@@ -158,7 +158,7 @@ enum RecordCodec {
     }
 
     /// The nesting depth of arrays and objects in `j` (0 for a scalar), stopping early past `limit`.
-    static func depth(_ j: JSON, limit: Int = maximumJSONDepth) -> Int {
+    @inlinable package static func depth(_ j: JSON, limit: Int = maximumJSONDepth) -> Int {
         switch j {
         case .array(let a):
             if limit <= 0 { return 1 }
@@ -173,20 +173,24 @@ enum RecordCodec {
     // MARK: Decoding
 
     /// A decoded record: the row (padded with nulls to the schema's width) and its row number.
-    struct Decoded {
-        var row: [Value]
-        var rowId: UInt64
+    package struct Decoded {
+        package var row: [Value]
+        package var rowId: UInt64
+        @inlinable package init(row: [Value], rowId: UInt64) {
+            self.row = row
+            self.rowId = rowId
+        }
     }
 
     /// Decodes a record, checking every value (see ``RecordFilter`` for testing a record without
     /// decoding it).
-    static func decode(_ bytes: UnsafeRawBufferPointer, schema: TableSchema) throws -> Decoded {
+    @inlinable package static func decode(_ bytes: UnsafeRawBufferPointer, schema: TableSchema) throws -> Decoded {
         try decode(bytes, schema: schema, idIndex: schema.idIndex)
     }
 
     /// ``decode(_:schema:)`` with the position of the schema's id column given (looking it up
     /// hashes the name: a query decoding many rows looks it up once).
-    static func decode(_ bytes: UnsafeRawBufferPointer, schema: TableSchema, idIndex: Int) throws -> Decoded {
+    @inlinable package static func decode(_ bytes: UnsafeRawBufferPointer, schema: TableSchema, idIndex: Int) throws -> Decoded {
         let width = schema.columns.count
         var row: [Value] = []
         row.reserveCapacity(width)
@@ -197,7 +201,7 @@ enum RecordCodec {
 
     /// Checks a record as ``decode(_:schema:)`` does (`corrupt` when it does not decode) without
     /// building its row.
-    static func check(_ bytes: UnsafeRawBufferPointer, schema: TableSchema, idIndex: Int) throws {
+    @inlinable package static func check(_ bytes: UnsafeRawBufferPointer, schema: TableSchema, idIndex: Int) throws {
         _ = try forEachValue(bytes, schema: schema, idIndex: idIndex) { _, _ in }
     }
 
@@ -205,8 +209,7 @@ enum RecordCodec {
     /// every stored column's value to `body` with its position (in order; the columns a short record
     /// lacks are null and not handed over). Returns the record's row number. Callers that build
     /// something other than a `[Value]` row (an item, ``ItemBuilder``) decode without the row.
-    @inline(__always)
-    static func forEachValue(
+    @inlinable @inline(__always) package static func forEachValue(
         _ bytes: UnsafeRawBufferPointer, schema: TableSchema, idIndex: Int, _ body: (Int, Value) -> Void
     ) throws -> UInt64 {
         var r = ByteReader(bytes)
@@ -256,37 +259,40 @@ enum RecordCodec {
             guard hasId else { throw ByteReader.Failure("record without id") }
             return rowId
         } catch let f as ByteReader.Failure {
-            throw LMDBErrors.corrupt("a record of table '\(schema.name)' is malformed (\(f.what) at byte \(r.offset))", table: schema.name)
+            throw LocalStoreError(.corrupt, "the store is damaged: a record of table '\(schema.name)' is malformed (\(f.what) at byte \(r.offset))", table: schema.name)
         }
     }
 
-    static func decode(_ bytes: [UInt8], schema: TableSchema) throws -> Decoded {
+    @inlinable package static func decode(_ bytes: [UInt8], schema: TableSchema) throws -> Decoded {
         try bytes.withUnsafeBytes { try decode($0, schema: schema) }
     }
 }
 
 /// A bounds-checked reader over untrusted bytes.
-struct ByteReader {
-    struct Failure: Error {
-        let what: String
-        init(_ what: String) { self.what = what }
+package struct ByteReader {
+    package struct Failure: Error {
+        package let what: String
+        @inlinable package init(_ what: String) { self.what = what }
     }
 
-    let bytes: UnsafeRawBufferPointer
-    var offset = 0
+    @usableFromInline package let bytes: UnsafeRawBufferPointer
+    @usableFromInline package var offset = 0
 
-    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+    @inlinable package init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
-    var isAtEnd: Bool { offset == bytes.count }
-    var remaining: Int { bytes.count - offset }
+    /// Moves to byte `to`.
+    @inlinable package mutating func seek(_ to: Int) { offset = to }
 
-    mutating func byte() throws -> UInt8 {
+    @inlinable package var isAtEnd: Bool { offset == bytes.count }
+    @inlinable package var remaining: Int { bytes.count - offset }
+
+    @inlinable package mutating func byte() throws -> UInt8 {
         guard offset < bytes.count else { throw Failure("unexpected end") }
         defer { offset += 1 }
         return bytes[offset]
     }
 
-    mutating func varint() throws -> UInt64 {
+    @inlinable package mutating func varint() throws -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {
@@ -299,7 +305,7 @@ struct ByteReader {
         }
     }
 
-    mutating func fixed64() throws -> UInt64 {
+    @inlinable package mutating func fixed64() throws -> UInt64 {
         guard remaining >= 8 else { throw Failure("unexpected end") }
         var v: UInt64 = 0
         for k in 0..<8 { v |= UInt64(bytes[offset + k]) << (8 * UInt64(k)) }
@@ -307,18 +313,18 @@ struct ByteReader {
         return v
     }
 
-    mutating func length() throws -> Int {
+    @inlinable package mutating func length() throws -> Int {
         let n = try varint()
         guard n <= UInt64(remaining) else { throw Failure("length \(n) beyond the end") }
         return Int(n)
     }
 
-    mutating func rawBytes(_ n: Int) -> UnsafeRawBufferPointer {
+    @inlinable package mutating func rawBytes(_ n: Int) -> UnsafeRawBufferPointer {
         defer { offset += n }
         return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + n)])
     }
 
-    mutating func string() throws -> String {
+    @inlinable package mutating func string() throws -> String {
         let n = try length()
         let raw = rawBytes(n)
         // ASCII (the common case) is valid UTF-8: built without the generic validating path.
@@ -328,8 +334,7 @@ struct ByteReader {
     }
 
     /// Whether every byte of `raw` is ASCII (then it is valid UTF-8 as it is).
-    @inline(__always)
-    static func isASCII(_ raw: UnsafeRawBufferPointer) -> Bool {
+    @inlinable @inline(__always) package static func isASCII(_ raw: UnsafeRawBufferPointer) -> Bool {
         let n = raw.count
         guard let p = raw.baseAddress else { return true }
         if n >= 8 {
@@ -350,12 +355,12 @@ struct ByteReader {
         return true
     }
 
-    mutating func value() throws -> Value {
+    @inlinable package mutating func value() throws -> Value {
         try value(tag: try byte())
     }
 
     /// The value whose tag is `tag` and whose payload is at the reader.
-    mutating func value(tag: UInt8) throws -> Value {
+    @inlinable package mutating func value(tag: UInt8) throws -> Value {
         switch tag {
         case RecordCodec.Tag.null: return .null
         case RecordCodec.Tag.false: return .bool(false)
@@ -373,7 +378,7 @@ struct ByteReader {
         }
     }
 
-    mutating func json(depth: Int) throws -> JSON {
+    @inlinable package mutating func json(depth: Int) throws -> JSON {
         switch try byte() {
         case RecordCodec.Tag.null: return .null
         case RecordCodec.Tag.false: return .bool(false)
@@ -410,18 +415,18 @@ struct ByteReader {
 }
 
 /// A set of column positions (a bitmap).
-struct ColumnSet {
-    private var bits: [UInt64] = []
+package struct ColumnSet {
+    @usableFromInline package var bits: [UInt64] = []
 
-    init() {}
+    @inlinable package init() {}
 
-    @inline(__always) func contains(_ n: Int) -> Bool {
+    @inlinable @inline(__always) package func contains(_ n: Int) -> Bool {
         let w = n >> 6
         return w < bits.count && bits[w] & (1 << UInt64(n & 63)) != 0
     }
 
     /// The positions in the set, ascending.
-    var members: [Int] {
+    @inlinable package var members: [Int] {
         var out: [Int] = []
         for (w, word) in bits.enumerated() where word != 0 {
             for b in 0..<64 where word & (1 << UInt64(b)) != 0 { out.append(w * 64 + b) }
@@ -429,7 +434,7 @@ struct ColumnSet {
         return out
     }
 
-    mutating func insert(_ n: Int) {
+    @inlinable package mutating func insert(_ n: Int) {
         let w = n >> 6
         while bits.count <= w { bits.append(0) }
         bits[w] |= 1 << UInt64(n & 63)

@@ -1,0 +1,203 @@
+import CRocksDB
+import Foundation
+import LocalStore
+import LocalStoreKV
+
+/// A LocalStore backend on RocksDB, built on the LocalStoreKV toolkit: `KVStore` over this engine.
+///
+/// ```swift
+/// let store = try RocksDBStore.open(directory: "/var/lib/app/store")
+/// ```
+public enum RocksDBStore {
+    /// Opens (creating it when missing) the store in `directory`. `sync`: every commit is flushed to disk
+    /// before it returns (as the other persistent backends do); `false` trades that for speed.
+    public static func open(directory: String, sync: Bool = true) throws -> KVStore<RocksDBEngine> {
+        try KVStore(engine: RocksDBEngine(directory: directory, sync: sync))
+    }
+}
+
+/// RocksDB (its `TransactionDB`) as an `OrderedKeyValueEngine`: snapshot reads, write transactions that
+/// read their own writes. RocksDB opens a directory once per process, so the store objects of one
+/// directory share one handle (``Shared``), and their writers take turns on its lock.
+public final class RocksDBEngine: OrderedKeyValueEngine, @unchecked Sendable {  // `Shared` guards the handle
+    final class Shared: @unchecked Sendable {
+        let db: OpaquePointer
+        let writeLock = NSLock()
+        var users = 1  // guarded by `RocksDBEngine.registry`
+        init(db: OpaquePointer) { self.db = db }
+    }
+
+    private static let registryLock = NSLock()
+    nonisolated(unsafe) private static var registry: [String: Shared] = [:]  // guarded by `registryLock`
+    private let shared: Shared
+    private let path: String
+    private let sync: Bool
+    private let closeLock = NSLock()
+    private var isClosed = false  // guarded by `closeLock`
+
+    public init(directory: String, sync: Bool = true) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = URL(fileURLWithPath: directory).resolvingSymlinksInPath().path
+        self.path = path
+        self.sync = sync
+        shared = try Self.registryLock.withLock {
+            if let shared = Self.registry[path] {
+                shared.users += 1
+                return shared
+            }
+            let options = rocksdb_options_create()
+            let dbOptions = rocksdb_transactiondb_options_create()
+            defer {
+                rocksdb_options_destroy(options)
+                rocksdb_transactiondb_options_destroy(dbOptions)
+            }
+            rocksdb_options_set_create_if_missing(options, 1)
+            var error: UnsafeMutablePointer<CChar>?
+            let db = rocksdb_transactiondb_open(options, dbOptions, path, &error)
+            try Self.check(error, "open", path)
+            guard let db else { throw LocalStoreError(.ioError, "RocksDB could not open '\(path)'") }
+            let shared = Shared(db: db)
+            Self.registry[path] = shared
+            return shared
+        }
+    }
+
+    static func check(_ error: UnsafeMutablePointer<CChar>?, _ what: String, _ path: String) throws {
+        guard let error else { return }
+        let message = String(cString: error)
+        rocksdb_free(error)
+        throw LocalStoreError(.ioError, "RocksDB \(what) failed on '\(path)': \(message)")
+    }
+
+    public func read<R>(_ body: (Access) throws -> R) throws -> R {
+        let snapshot = rocksdb_transactiondb_create_snapshot(shared.db)
+        let options = rocksdb_readoptions_create()
+        defer {
+            rocksdb_readoptions_destroy(options)
+            rocksdb_transactiondb_release_snapshot(shared.db, snapshot)
+        }
+        rocksdb_readoptions_set_snapshot(options, snapshot)
+        return try body(Access(db: shared.db, transaction: nil, options: options, path: path))
+    }
+
+    public func write<R>(_ body: (Access) throws -> R) throws -> R {
+        shared.writeLock.lock()
+        defer { shared.writeLock.unlock() }
+        let writeOptions = rocksdb_writeoptions_create()
+        let transactionOptions = rocksdb_transaction_options_create()
+        let readOptions = rocksdb_readoptions_create()
+        rocksdb_writeoptions_set_sync(writeOptions, sync ? 1 : 0)
+        let transaction = rocksdb_transaction_begin(shared.db, writeOptions, transactionOptions, nil)
+        defer {
+            rocksdb_transaction_destroy(transaction)
+            rocksdb_readoptions_destroy(readOptions)
+            rocksdb_transaction_options_destroy(transactionOptions)
+            rocksdb_writeoptions_destroy(writeOptions)
+        }
+        var error: UnsafeMutablePointer<CChar>?
+        let result: R
+        do {
+            result = try body(Access(db: shared.db, transaction: transaction, options: readOptions, path: path))
+        } catch {
+            var ignored: UnsafeMutablePointer<CChar>?
+            rocksdb_transaction_rollback(transaction, &ignored)
+            if let ignored { rocksdb_free(ignored) }
+            throw error
+        }
+        rocksdb_transaction_commit(transaction, &error)
+        try Self.check(error, "commit", path)
+        return result
+    }
+
+    public func close() throws {
+        guard closeLock.withLock({ () -> Bool in defer { isClosed = true }; return !isClosed }) else { return }
+        let last = Self.registryLock.withLock { () -> Bool in
+            shared.users -= 1
+            guard shared.users == 0 else { return false }
+            Self.registry[path] = nil
+            return true
+        }
+        if last { rocksdb_transactiondb_close(shared.db) }
+    }
+
+    /// A snapshot (no `transaction`) or a write transaction.
+    public struct Access: OrderedKeyValueWriter {
+        let db: OpaquePointer
+        let transaction: OpaquePointer?
+        let options: OpaquePointer?
+        let path: String
+
+        public func get(_ key: [UInt8]) throws -> [UInt8]? {
+            var length = 0
+            var error: UnsafeMutablePointer<CChar>?
+            let value = key.withUnsafeBufferPointer { k in
+                k.withMemoryRebound(to: CChar.self) { k in
+                    transaction.map { rocksdb_transaction_get($0, options, k.baseAddress, k.count, &length, &error) }
+                        ?? rocksdb_transactiondb_get(db, options, k.baseAddress, k.count, &length, &error)
+                }
+            }
+            try RocksDBEngine.check(error, "get", path)
+            guard let value else { return nil }
+            defer { rocksdb_free(value) }
+            return Array(UnsafeRawBufferPointer(start: value, count: length))
+        }
+
+        public func scan(from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: ([UInt8], [UInt8]) throws -> Bool) throws {
+            let iterator = transaction.map { rocksdb_transaction_create_iterator($0, options) } ?? rocksdb_transactiondb_create_iterator(db, options)
+            defer { rocksdb_iter_destroy(iterator) }
+            func bytes(_ get: (UnsafeMutablePointer<Int>) -> UnsafePointer<CChar>?) -> [UInt8] {
+                var length = 0
+                guard let p = get(&length) else { return [] }
+                return Array(UnsafeRawBufferPointer(start: p, count: length))
+            }
+            let seek = { (key: [UInt8], previous: Bool) in
+                key.withUnsafeBufferPointer { k in
+                    k.withMemoryRebound(to: CChar.self) { k in
+                        previous ? rocksdb_iter_seek_for_prev(iterator, k.baseAddress, k.count) : rocksdb_iter_seek(iterator, k.baseAddress, k.count)
+                    }
+                }
+            }
+            if !reverse {
+                seek(lower, false)
+            } else if let upper {
+                seek(upper, true)
+                if rocksdb_iter_valid(iterator) != 0, bytes({ rocksdb_iter_key(iterator, $0) }) == upper { rocksdb_iter_prev(iterator) }
+            } else {
+                rocksdb_iter_seek_to_last(iterator)
+            }
+            while rocksdb_iter_valid(iterator) != 0 {
+                let key = bytes { rocksdb_iter_key(iterator, $0) }
+                if reverse ? key.lexicographicallyPrecedes(lower) : upper.map({ !key.lexicographicallyPrecedes($0) }) ?? false { break }
+                guard try body(key, bytes { rocksdb_iter_value(iterator, $0) }) else { break }
+                if reverse { rocksdb_iter_prev(iterator) } else { rocksdb_iter_next(iterator) }
+            }
+            var error: UnsafeMutablePointer<CChar>?
+            rocksdb_iter_get_error(iterator, &error)
+            try RocksDBEngine.check(error, "scan", path)
+        }
+
+        public func put(_ key: [UInt8], _ value: [UInt8]) throws {
+            guard let transaction else { throw LocalStoreError(.internal, "a write on a read snapshot of '\(path)'") }
+            var error: UnsafeMutablePointer<CChar>?
+            key.withUnsafeBufferPointer { k in
+                value.withUnsafeBufferPointer { v in
+                    k.withMemoryRebound(to: CChar.self) { k in
+                        v.withMemoryRebound(to: CChar.self) { v in
+                            rocksdb_transaction_put(transaction, k.baseAddress, k.count, v.baseAddress, v.count, &error)
+                        }
+                    }
+                }
+            }
+            try RocksDBEngine.check(error, "put", path)
+        }
+
+        public func delete(_ key: [UInt8]) throws {
+            guard let transaction else { throw LocalStoreError(.internal, "a write on a read snapshot of '\(path)'") }
+            var error: UnsafeMutablePointer<CChar>?
+            key.withUnsafeBufferPointer { k in
+                k.withMemoryRebound(to: CChar.self) { k in rocksdb_transaction_delete(transaction, k.baseAddress, k.count, &error) }
+            }
+            try RocksDBEngine.check(error, "delete", path)
+        }
+    }
+}

@@ -1,0 +1,47 @@
+/// An ordered key-value engine that ``KVStore`` turns into a `LocalStore`.
+///
+/// Keys and values are byte strings; keys are ordered by their bytes, a shorter key first on a common
+/// prefix (`memcmp` order — RocksDB's, LevelDB's and LMDB's default). The contract:
+///
+/// - ``read(_:)`` runs its body on a consistent snapshot: it sees every write transaction committed
+///   before it began, and nothing of one committed meanwhile.
+/// - ``write(_:)`` runs its body in one atomic write transaction: its reads (``OrderedKeyValueReader/get(_:)``
+///   and ``OrderedKeyValueReader/scan(from:to:reverse:_:)``) see its own puts and deletes; it commits when
+///   the body returns and discards every write when the body throws. `KVStore` never runs two write
+///   transactions at a time on one engine object; an engine shared by several store objects (the same
+///   files opened twice) must serialize their writers itself.
+/// - Failures are thrown; a `LocalStoreError` keeps its code (`ioError`, `full`, `corrupt`, ...), any
+///   other error is reported as `ioError`.
+///
+/// Savepoints are ``KVStore``'s: the engine needs no nested transactions.
+public protocol OrderedKeyValueEngine: Sendable {
+    /// The view a read transaction gets.
+    associatedtype Reader: OrderedKeyValueReader
+    /// The view a write transaction gets.
+    associatedtype Writer: OrderedKeyValueWriter
+
+    /// Runs `body` on a consistent snapshot.
+    func read<R>(_ body: (Reader) throws -> R) throws -> R
+    /// Runs `body` in one atomic write transaction (see the protocol's contract).
+    func write<R>(_ body: (Writer) throws -> R) throws -> R
+    /// Releases the engine; ``KVStore`` calls it once, from `close()`.
+    func close() throws
+}
+
+/// The reads of a snapshot or a write transaction.
+public protocol OrderedKeyValueReader {
+    /// The value of `key`, or `nil` when there is none.
+    func get(_ key: [UInt8]) throws -> [UInt8]?
+    /// Calls `body` with every entry whose key is at least `lower` and below `upper` (no upper bound when
+    /// `nil`), in key order — descending when `reverse` — until `body` returns `false`.
+    func scan(from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: (_ key: [UInt8], _ value: [UInt8]) throws -> Bool)
+        throws
+}
+
+/// The writes of a write transaction.
+public protocol OrderedKeyValueWriter: OrderedKeyValueReader {
+    /// Sets the value of `key`.
+    func put(_ key: [UInt8], _ value: [UInt8]) throws
+    /// Removes `key` (nothing when it is absent).
+    func delete(_ key: [UInt8]) throws
+}

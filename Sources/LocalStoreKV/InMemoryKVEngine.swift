@@ -1,0 +1,106 @@
+import Foundation
+import LocalStore
+
+/// An ``OrderedKeyValueEngine`` in memory: a sorted array of entries behind a lock. Readers take the
+/// committed array (a snapshot, copied on write); a write transaction works on a copy and swaps it in
+/// when its body returns. For tests of ``KVStore`` and as the smallest example of an engine.
+public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // `lock` guards `entries`
+    /// One entry.
+    public struct Entry: Sendable {
+        var key: [UInt8]
+        var value: [UInt8]
+    }
+
+    private let lock = NSLock()
+    private var entries: [Entry] = []
+
+    /// An empty engine.
+    public init() {}
+
+    public func read<R>(_ body: (Snapshot) throws -> R) throws -> R {
+        try body(Snapshot(entries: lock.withLock { entries }))
+    }
+
+    public func write<R>(_ body: (Transaction) throws -> R) throws -> R {
+        let transaction = Transaction(entries: lock.withLock { entries })
+        let result = try body(transaction)
+        lock.withLock { entries = transaction.entries }
+        return result
+    }
+
+    public func close() throws {}
+
+    /// The index of the first entry whose key is not below `key`.
+    static func lowerBound(_ entries: [Entry], _ key: [UInt8]) -> Int {
+        var low = 0
+        var high = entries.count
+        while low < high {
+            let mid = (low + high) / 2
+            if entries[mid].key.lexicographicallyPrecedes(key) { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+
+    static func scan(
+        _ entries: [Entry], from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: ([UInt8], [UInt8]) throws -> Bool
+    ) rethrows {
+        let start = lowerBound(entries, lower)
+        let end = upper.map { lowerBound(entries, $0) } ?? entries.count
+        guard start < end else { return }
+        if reverse {
+            for i in (start..<end).reversed() where try !body(entries[i].key, entries[i].value) { return }
+        } else {
+            for i in start..<end where try !body(entries[i].key, entries[i].value) { return }
+        }
+    }
+
+    /// A read snapshot.
+    public struct Snapshot: OrderedKeyValueReader {
+        let entries: [Entry]
+
+        public func get(_ key: [UInt8]) throws -> [UInt8]? {
+            let i = InMemoryKVEngine.lowerBound(entries, key)
+            return i < entries.count && entries[i].key == key ? entries[i].value : nil
+        }
+
+        public func scan(
+            from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: ([UInt8], [UInt8]) throws -> Bool
+        ) throws {
+            try InMemoryKVEngine.scan(entries, from: lower, to: upper, reverse: reverse, body)
+        }
+    }
+
+    /// A write transaction on a copy of the entries.
+    public final class Transaction: OrderedKeyValueWriter {
+        fileprivate var entries: [Entry]
+
+        init(entries: [Entry]) { self.entries = entries }
+
+        public func get(_ key: [UInt8]) throws -> [UInt8]? {
+            let i = InMemoryKVEngine.lowerBound(entries, key)
+            return i < entries.count && entries[i].key == key ? entries[i].value : nil
+        }
+
+        public func scan(
+            from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: ([UInt8], [UInt8]) throws -> Bool
+        ) throws {
+            // A copy: the body may write while it scans.
+            let current = entries
+            try InMemoryKVEngine.scan(current, from: lower, to: upper, reverse: reverse, body)
+        }
+
+        public func put(_ key: [UInt8], _ value: [UInt8]) throws {
+            let i = InMemoryKVEngine.lowerBound(entries, key)
+            if i < entries.count && entries[i].key == key {
+                entries[i].value = value
+            } else {
+                entries.insert(Entry(key: key, value: value), at: i)
+            }
+        }
+
+        public func delete(_ key: [UInt8]) throws {
+            let i = InMemoryKVEngine.lowerBound(entries, key)
+            if i < entries.count && entries[i].key == key { entries.remove(at: i) }
+        }
+    }
+}

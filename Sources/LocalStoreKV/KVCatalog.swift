@@ -1,0 +1,184 @@
+import Foundation
+import LocalStore
+
+/// The keys ``KVStore`` writes:
+///
+/// ```
+/// 00 00                        catalog version (8 bytes, big-endian): bumped by every definition
+/// 00 01 <folded table name>    a table's definition (JSON of ``KVTableRecord``)
+/// 00 02                        commit counter (8 bytes, big-endian): bumped by every write transaction
+/// 01 <table:4> <id key>        a row (RecordCodec)
+/// 02 <table:4> <index:2> <components> <id key>   an index entry; its value is the id key
+/// ```
+///
+/// Id keys are `KeyCodec.appendId` (NOCASE bytes for a string id, order-preserving 8 bytes for an
+/// integer), components `KeyCodec.appendComponent` (complemented for a descending one).
+enum KVKeys {
+    static let version: [UInt8] = [0x00, 0x00]
+    static let tablePrefix: [UInt8] = [0x00, 0x01]
+    /// The commit counter (8 bytes, big-endian): bumped by every write transaction, so that a store
+    /// object notices the commits of others on the same engine.
+    static let commits: [UInt8] = [0x00, 0x02]
+
+    static func table(_ folded: String) -> [UInt8] { tablePrefix + Array(folded.utf8) }
+
+    static func rows(_ table: UInt32) -> [UInt8] {
+        var out: [UInt8] = [0x01]
+        KeyCodec.appendBigEndian(UInt64(table) << 32, into: &out)
+        out.removeLast(4)
+        return out
+    }
+
+    static func row(_ table: UInt32, idKey: [UInt8]) -> [UInt8] { rows(table) + idKey }
+
+    static func index(_ table: UInt32, _ index: UInt16) -> [UInt8] {
+        var out = rows(table)
+        out[0] = 0x02
+        out.append(UInt8(index >> 8))
+        out.append(UInt8(index & 0xFF))
+        return out
+    }
+
+    /// The first key after every key that starts with `prefix`.
+    static func end(of prefix: [UInt8]) -> [UInt8]? { KeyCodec.successor(prefix) }
+}
+
+/// One physical index: the positions of its columns and their directions, under the name
+/// `QueryPlanReporting` reports (a column index by its column, a compound index by its resolved name).
+struct KVIndexSpec: Codable, Hashable, Sendable {
+    var number: UInt16
+    var name: String
+    var columns: [Int]
+    var descending: [Bool]
+}
+
+/// A table's definition as stored.
+struct KVTableRecord: Codable, Sendable {
+    struct Key: Codable, Sendable {
+        var column: String
+        var descending: Bool
+    }
+    struct Index: Codable, Sendable {
+        var name: String?
+        var keys: [Key]
+    }
+
+    var number: UInt32
+    var name: String
+    var columns: [Column]
+    var indexes: [Index]
+    var specs: [KVIndexSpec]
+
+    init(number: UInt32, schema: TableSchema, specs: [KVIndexSpec]) {
+        self.number = number
+        name = schema.name
+        columns = schema.columns
+        indexes = schema.indexes.map { Index(name: $0.name, keys: $0.keys.map { Key(column: $0.column, descending: $0.isDescending) }) }
+        self.specs = specs
+    }
+
+    var schema: TableSchema {
+        TableSchema(
+            name: name, columns: columns,
+            indexes: indexes.map { TableIndex(name: $0.name, $0.keys.map { TableIndex.Key($0.column, $0.descending ? .descending : .ascending) }) })
+    }
+}
+
+/// A table of the catalog: its definition, schema and indexes.
+struct KVTable: Sendable {
+    let record: KVTableRecord
+    let schema: TableSchema
+
+    init(_ record: KVTableRecord) {
+        self.record = record
+        schema = record.schema
+    }
+
+    var number: UInt32 { record.number }
+    var specs: [KVIndexSpec] { record.specs }
+
+    /// The physical indexes `schema` needs: one per indexed column (the id excepted), one per compound index.
+    static func wantedSpecs(_ schema: TableSchema) -> [(name: String, columns: [Int], descending: [Bool])] {
+        var out: [(String, [Int], [Bool])] = []
+        for (n, c) in schema.columns.enumerated() where c.indexed && n != schema.idIndex { out.append((c.name, [n], [false])) }
+        for index in schema.indexes {
+            guard let positions = schema.positions(of: index) else { continue }
+            out.append((index.resolvedName, positions.map(\.column), positions.map(\.descending)))
+        }
+        return out
+    }
+
+    func rowKey(_ id: Value) -> [UInt8] { KVKeys.row(number, idKey: KeyCodec.idKey(id)) }
+
+    /// The entry of `row` in `spec`: its key, whose value is the id key.
+    func entryKey(_ spec: KVIndexSpec, _ row: [Value], idKey: [UInt8]) -> [UInt8] {
+        var key = KVKeys.index(number, spec.number)
+        for (column, descending) in zip(spec.columns, spec.descending) {
+            if descending {
+                KeyCodec.appendDescendingComponent(row[column], into: &key)
+            } else {
+                KeyCodec.appendComponent(row[column], into: &key)
+            }
+        }
+        key.append(contentsOf: idKey)
+        return key
+    }
+
+    func encode(_ row: [Value]) -> [UInt8] { RecordCodec.encode(row, rowId: 0, layout: .tagsFirst) }
+
+    func decode(_ bytes: [UInt8]) throws -> [Value] { try RecordCodec.decode(bytes, schema: schema).row }
+}
+
+/// The definitions of all tables, by folded name, and the version they were read at.
+struct KVCatalog: Sendable {
+    var version: UInt64 = 0
+    var tables: [String: KVTable] = [:]
+
+    func table(_ name: String) throws -> KVTable {
+        guard let t = tables[Identifier.fold(name)] else { throw LocalStoreError.unknownTable(name) }
+        return t
+    }
+
+    static func readVersion(_ reader: some OrderedKeyValueReader) throws -> UInt64 {
+        guard let bytes = try reader.get(KVKeys.version) else { return 0 }
+        return KeyCodec.readBigEndian(bytes[...])
+    }
+
+    static func readCounter(_ reader: some OrderedKeyValueReader) throws -> UInt64 {
+        guard let bytes = try reader.get(KVKeys.commits) else { return 0 }
+        return KeyCodec.readBigEndian(bytes[...])
+    }
+
+    static func writeCounter(_ value: UInt64, _ writer: some OrderedKeyValueWriter) throws {
+        var bytes: [UInt8] = []
+        KeyCodec.appendBigEndian(value, into: &bytes)
+        try writer.put(KVKeys.commits, bytes)
+    }
+
+    static func load(_ reader: some OrderedKeyValueReader) throws -> KVCatalog {
+        var catalog = KVCatalog(version: try readVersion(reader))
+        let decoder = JSONDecoder()
+        try reader.scan(from: KVKeys.tablePrefix, to: KVKeys.end(of: KVKeys.tablePrefix), reverse: false) { _, value in
+            let record: KVTableRecord
+            do {
+                record = try decoder.decode(KVTableRecord.self, from: Data(value))
+            } catch {
+                throw LocalStoreError(.corrupt, "the store is damaged: a table definition does not decode (\(error))")
+            }
+            catalog.tables[Identifier.fold(record.name)] = KVTable(record)
+            return true
+        }
+        return catalog
+    }
+
+    static func write(_ record: KVTableRecord, version: UInt64, _ writer: some OrderedKeyValueWriter) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let data: Data
+        do { data = try encoder.encode(record) } catch { throw LocalStoreError(.internal, "cannot encode the definition of '\(record.name)': \(error)") }
+        try writer.put(KVKeys.table(Identifier.fold(record.name)), Array(data))
+        var v: [UInt8] = []
+        KeyCodec.appendBigEndian(version, into: &v)
+        try writer.put(KVKeys.version, v)
+    }
+}

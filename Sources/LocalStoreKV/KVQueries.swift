@@ -1,0 +1,255 @@
+import LocalStore
+
+/// How ``KVStore`` finds a query's candidate rows; the shared evaluator (`ResolvedQuery.apply(to:)`)
+/// then filters, orders, pages and projects them, so every plan returns exactly the evaluator's answer
+/// over all rows as long as it yields a superset of the matches (for ``walk``: every match up to the
+/// last group of the sort key it reached).
+enum KVPlan {
+    case noRows
+    case ids([Value])
+    /// Key ranges `[lower, upper)` of an index.
+    case ranges(KVIndexSpec, [KeyRange])
+    /// An index walked in the order of the first sort key, stopping once `need` matches are out and
+    /// the group of equal sort keys they end in is complete.
+    case walk(KVIndexSpec, reverse: Bool, need: Int)
+    case scan
+
+    struct KeyRange: Hashable {
+        var lower: [UInt8]
+        var upper: [UInt8]
+    }
+
+    var accessPath: QueryAccessPath {
+        switch self {
+        case .noRows: return .noRows
+        case .ids: return .primaryKey
+        case .ranges(let spec, _), .walk(let spec, _, _): return .index(spec.name)
+        case .scan: return .fullScan
+        }
+    }
+
+    /// At most this many ranges from the Cartesian product of `in` lists.
+    static let maximumRanges = 256
+
+    static func conjuncts(_ p: ResolvedPredicate) -> [ResolvedPredicate] {
+        switch p {
+        case .and(let ps): return ps.flatMap(conjuncts)
+        case .constant(true): return []
+        default: return [p]
+        }
+    }
+
+    /// `value` as a bound on a column of `type`, with whether it had to be converted (a converted bound
+    /// is made inclusive, so that rounding never drops a match); `nil` when the index cannot be used.
+    static func bound(_ value: Value, on type: ColumnType) -> (Value, converted: Bool)? {
+        switch (type, value) {
+        case (.double, .double), (.integer, .int), (.string, .string), (.date, .date), (.boolean, .bool), (.binary, .binary):
+            return (value, false)
+        case (.double, .int(let i)): return (.double(Double(i)), true)
+        default: return nil
+        }
+    }
+
+    static func append(_ value: Value, descending: Bool, to key: inout [UInt8]) {
+        if descending { KeyCodec.appendDescendingComponent(value, into: &key) } else { KeyCodec.appendComponent(value, into: &key) }
+    }
+
+    static func end(of prefix: [UInt8]) -> [UInt8] { KVKeys.end(of: prefix) ?? prefix + [0xFF] }
+
+    /// Chooses the plan of `query` on `table`.
+    static func make(_ table: KVTable, _ query: ResolvedQuery) -> KVPlan {
+        let parts = conjuncts(query.predicate)
+        if parts.contains(where: { if case .constant(false) = $0 { return true } else { return false } }) { return .noRows }
+        let schema = table.schema
+        let idIndex = schema.idIndex
+        let idType = schema.idType
+        let isIdLiteral: (Value) -> Bool = { v in
+            switch (idType, v) {
+            case (.string, .string), (.integer, .int): return true
+            default: return false
+            }
+        }
+        var equal: [Int: [Value]] = [:]
+        var lower: [Int: (Value, inclusive: Bool)] = [:]
+        var upper: [Int: (Value, inclusive: Bool)] = [:]
+        func record(_ n: Int, _ type: ColumnType, _ op: QueryPredicate.ComparisonOperator, _ v: Value) {
+            guard let (b, converted) = bound(v, on: type) else { return }
+            switch op {
+            case .equal: if equal[n] == nil { equal[n] = [b] }
+            case .greater, .greaterOrEqual: if lower[n] == nil { lower[n] = (b, op == .greaterOrEqual || converted) }
+            case .less, .lessOrEqual: if upper[n] == nil { upper[n] = (b, op == .lessOrEqual || converted) }
+            case .notEqual: break
+            }
+        }
+        for p in parts {
+            switch p {
+            case .compare(.column(let n, _, _), .equal, .literal(let v, _), _) where n == idIndex && isIdLiteral(v):
+                return .ids([v])
+            case .compare(.literal(let v, _), .equal, .column(let n, _, _), _) where n == idIndex && isIdLiteral(v):
+                return .ids([v])
+            case .in(.column(let n, _, _), let vs, _) where n == idIndex && vs.allSatisfy(isIdLiteral):
+                return .ids(vs)
+            case .compare(.column(let n, let type, false), let op, .literal(let v, _), false):
+                record(n, type, op, v)
+            case .compare(.literal(let v, _), let op, .column(let n, let type, false), false):
+                let flipped: QueryPredicate.ComparisonOperator
+                switch op {
+                case .less: flipped = .greater
+                case .lessOrEqual: flipped = .greaterOrEqual
+                case .greater: flipped = .less
+                case .greaterOrEqual: flipped = .lessOrEqual
+                default: flipped = op
+                }
+                record(n, type, flipped, v)
+            case .in(.column(let n, let type, false), let vs, false) where equal[n] == nil:
+                let bounds = vs.compactMap { bound($0, on: type)?.0 }
+                if bounds.count == vs.count { equal[n] = bounds }
+            case .isNull(.column(let n, _, _)) where equal[n] == nil:
+                equal[n] = [.null]
+            default:
+                continue
+            }
+        }
+
+        var best: (spec: KVIndexSpec, ranges: [KeyRange], score: Int)?
+        for spec in table.specs {
+            var prefixes = [KVKeys.index(table.number, spec.number)]
+            var equalities = 0
+            var range: (lower: (Value, inclusive: Bool)?, upper: (Value, inclusive: Bool)?, descending: Bool)?
+            for (column, descending) in zip(spec.columns, spec.descending) {
+                if let values = equal[column], prefixes.count * values.count <= maximumRanges {
+                    prefixes = prefixes.flatMap { p in
+                        values.map { v in
+                            var key = p
+                            append(v, descending: descending, to: &key)
+                            return key
+                        }
+                    }
+                    equalities += 1
+                    continue
+                }
+                if lower[column] != nil || upper[column] != nil { range = (lower[column], upper[column], descending) }
+                break
+            }
+            let score = equalities * 2 + (range != nil ? 1 : 0)
+            guard score > (best?.score ?? 0) else { continue }
+            var ranges: Set<KeyRange> = []
+            for p in prefixes {
+                guard let range else {
+                    ranges.insert(KeyRange(lower: p, upper: end(of: p)))
+                    continue
+                }
+                func key(_ v: Value) -> [UInt8] {
+                    var k = p
+                    append(v, descending: range.descending, to: &k)
+                    return k
+                }
+                // A descending component is complemented: a lower bound on the value bounds the key from above.
+                let (low, high) = range.descending ? (range.upper, range.lower) : (range.lower, range.upper)
+                let from = low.map { $0.inclusive ? key($0.0) : end(of: key($0.0)) } ?? p
+                let to = high.map { $0.inclusive ? end(of: key($0.0)) : key($0.0) } ?? end(of: p)
+                ranges.insert(KeyRange(lower: from, upper: to))
+            }
+            best = (spec, ranges.sorted { $0.lower.lexicographicallyPrecedes($1.lower) }, score)
+        }
+        if let best { return .ranges(best.spec, best.ranges) }
+
+        if let top = query.top, !query.includeTotalCount, let first = query.sort.first, !first.noCase, first.column != idIndex,
+            let spec = table.specs.first(where: { $0.columns.first == first.column })
+        {
+            let need = query.skip.addingReportingOverflow(top)
+            if !need.overflow { return .walk(spec, reverse: first.descending != spec.descending[0], need: need.partialValue) }
+        }
+        return .scan
+    }
+}
+
+/// The reads of ``KVStore`` over a snapshot or a write transaction.
+struct KVReads<Reader: OrderedKeyValueReader> {
+    let reader: Reader
+    let catalog: KVCatalog
+
+    func row(_ table: KVTable, idKey: [UInt8]) throws -> [Value]? {
+        try reader.get(KVKeys.row(table.number, idKey: idKey)).map(table.decode)
+    }
+
+    func schema(of name: String) -> TableSchema? { catalog.tables[Identifier.fold(name)]?.schema }
+
+    func read(table name: String, id: Value) throws -> Item? {
+        let table = try catalog.table(name)
+        try table.schema.checkId(id)
+        guard let row = try row(table, idKey: KeyCodec.idKey(id)) else { return nil }
+        return try ResolvedQuery(Query(name), schema: table.schema).project(row)
+    }
+
+    func read(_ query: Query) throws -> ReadResult {
+        let table = try catalog.table(query.table)
+        let resolved = try ResolvedQuery(query, schema: table.schema)
+        return resolved.apply(to: try candidates(table, resolved))
+    }
+
+    func accessPath(_ query: Query) throws -> QueryAccessPath {
+        let table = try catalog.table(query.table)
+        return KVPlan.make(table, try ResolvedQuery(query, schema: table.schema)).accessPath
+    }
+
+    /// The rows the plan of `query` yields: a superset of its matches (see ``KVPlan``).
+    func candidates(_ table: KVTable, _ query: ResolvedQuery) throws -> [[Value]] {
+        switch KVPlan.make(table, query) {
+        case .noRows:
+            return []
+        case .ids(let ids):
+            var seen = Set<[UInt8]>()
+            return try ids.compactMap { id in
+                let key = KeyCodec.idKey(id)
+                guard seen.insert(key).inserted else { return nil }
+                return try row(table, idKey: key)
+            }
+        case .ranges(_, let ranges):
+            var rows: [[Value]] = []
+            for range in ranges {
+                try reader.scan(from: range.lower, to: range.upper, reverse: false) { _, idKey in
+                    rows.append(try indexedRow(table, idKey))
+                    return true
+                }
+            }
+            return rows
+        case .walk(let spec, let reverse, let need):
+            let prefix = KVKeys.index(table.number, spec.number)
+            let start = prefix.count
+            var rows: [[Value]] = []
+            var matched = 0
+            var group: ArraySlice<UInt8>?
+            try reader.scan(from: prefix, to: KVPlan.end(of: prefix), reverse: reverse) { key, idKey in
+                let length = KeyCodec.componentLength(key, at: start, descending: spec.descending[0]) ?? (key.count - start)
+                let current = key[start..<min(key.count, start + length)]
+                if current != group {
+                    if matched >= need { return false }
+                    group = current
+                }
+                let row = try indexedRow(table, idKey)
+                if query.predicate.matches(row) {
+                    rows.append(row)
+                    matched += 1
+                }
+                return true
+            }
+            return rows
+        case .scan:
+            let prefix = KVKeys.rows(table.number)
+            var rows: [[Value]] = []
+            try reader.scan(from: prefix, to: KVPlan.end(of: prefix), reverse: false) { _, value in
+                rows.append(try table.decode(value))
+                return true
+            }
+            return rows
+        }
+    }
+
+    private func indexedRow(_ table: KVTable, _ idKey: [UInt8]) throws -> [Value] {
+        guard let row = try row(table, idKey: idKey) else {
+            throw LocalStoreError(.corrupt, "the store is damaged: an index entry of table '\(table.schema.name)' names no row", table: table.schema.name)
+        }
+        return row
+    }
+}

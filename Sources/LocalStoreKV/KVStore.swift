@@ -1,0 +1,385 @@
+import Foundation
+import LocalStore
+
+/// The writes of one write transaction: every put and delete is logged with the value it replaced, so
+/// that a failed call and a savepoint undo exactly their own writes.
+final class KVWrites<Writer: OrderedKeyValueWriter> {
+    let writer: Writer
+    let catalog: KVCatalog
+    private var undo: [(key: [UInt8], old: [UInt8]?)] = []
+    /// Set when undoing failed: the transaction can then only roll back.
+    private(set) var failure: LocalStoreError?
+
+    init(_ writer: Writer, catalog: KVCatalog) {
+        self.writer = writer
+        self.catalog = catalog
+    }
+
+    var reads: KVReads<Writer> { KVReads(reader: writer, catalog: catalog) }
+
+    func put(_ key: [UInt8], _ value: [UInt8]) throws {
+        undo.append((key, try writer.get(key)))
+        try writer.put(key, value)
+    }
+
+    func delete(_ key: [UInt8]) throws {
+        guard let old = try writer.get(key) else { return }
+        undo.append((key, old))
+        try writer.delete(key)
+    }
+
+    /// Runs `body`; when it throws, undoes its writes and rethrows.
+    func atomically<R>(_ body: () throws -> R) throws -> R {
+        if let failure { throw failure }
+        let mark = undo.count
+        do {
+            return try body()
+        } catch {
+            do {
+                while undo.count > mark {
+                    let (key, old) = undo.removeLast()
+                    if let old { try writer.put(key, old) } else { try writer.delete(key) }
+                }
+            } catch let undoError {
+                failure = LocalStoreError(.ioError, "a failed call could not be undone (\(undoError)); the transaction can only roll back")
+            }
+            throw error
+        }
+    }
+
+    func upsert(_ items: [Item], into name: String, options: UpsertOptions) throws -> (table: String, ids: [Value]) {
+        let table = try catalog.table(name)
+        let schema = table.schema
+        // Every item is checked before anything is written.
+        let prepared = try items.map { try schema.prepare($0, options: options) }
+        try schema.checkMergedSizes(prepared, options: options) { id in
+            try reads.row(table, idKey: KeyCodec.idKey(id)).map { $0.map(TableSchema.byteCount(of:)) }
+        }
+        try atomically {
+            for item in prepared {
+                let idKey = KeyCodec.idKey(item.id)
+                let old = try reads.row(table, idKey: idKey)
+                var row = old ?? Array(repeating: .null, count: schema.columns.count)
+                for assignment in item.assignments { row[assignment.column] = assignment.value }
+                for spec in table.specs {
+                    let newKey = table.entryKey(spec, row, idKey: idKey)
+                    let oldKey = old.map { table.entryKey(spec, $0, idKey: idKey) }
+                    guard oldKey != newKey else { continue }
+                    if let oldKey { try delete(oldKey) }
+                    try put(newKey, idKey)
+                }
+                try put(KVKeys.row(table.number, idKey: idKey), table.encode(row))
+            }
+        }
+        return (schema.name, prepared.map(\.id))
+    }
+
+    /// Deletes the rows of `ids`; returns the ids of the rows there were, as stored.
+    func delete(ids: [Value], from name: String) throws -> (table: String, ids: [Value]) {
+        let table = try catalog.table(name)
+        for id in ids { try table.schema.checkId(id) }
+        return (table.schema.name, try atomically { try ids.compactMap { try deleteRow(table, idKey: KeyCodec.idKey($0)) } })
+    }
+
+    func delete(matching query: Query) throws -> (table: String, count: Int) {
+        let table = try catalog.table(query.table)
+        let resolved = try ResolvedQuery(query, schema: table.schema)
+        let matches = resolved.select(try reads.candidates(table, resolved)).rows
+        try atomically {
+            for row in matches { _ = try deleteRow(table, idKey: KeyCodec.idKey(row[table.schema.idIndex])) }
+        }
+        return (table.schema.name, matches.count)
+    }
+
+    private func deleteRow(_ table: KVTable, idKey: [UInt8]) throws -> Value? {
+        guard let row = try reads.row(table, idKey: idKey) else { return nil }
+        for spec in table.specs { try delete(table.entryKey(spec, row, idKey: idKey)) }
+        try delete(KVKeys.row(table.number, idKey: idKey))
+        return row[table.schema.idIndex]
+    }
+}
+
+/// The transaction a ``KVStore`` write body gets.
+final class KVTransaction<Writer: OrderedKeyValueWriter>: LocalStoreTransaction {
+    let systemTableNames: SystemTableNames
+    let writes: KVWrites<Writer>
+    private(set) var changes: ChangeCollector?
+    private let thread = Thread.current
+    private var isActive = true
+
+    init(_ writes: KVWrites<Writer>, systemTableNames: SystemTableNames, changes: ChangeCollector?) {
+        self.writes = writes
+        self.systemTableNames = systemTableNames
+        self.changes = changes
+    }
+
+    func end() { isActive = false }
+
+    private func check() throws {
+        guard Thread.current === thread else {
+            throw LocalStoreError(.misuse, "a transaction was used from another thread than its write body's")
+        }
+        guard isActive else { throw LocalStoreError(.misuse, "a transaction was used after its write body returned") }
+    }
+
+    func schema(of table: String) throws -> TableSchema? {
+        try check()
+        return writes.reads.schema(of: table)
+    }
+    func read(table: String, id: Value) throws -> Item? {
+        try check()
+        return try writes.reads.read(table: table, id: id)
+    }
+    func read(_ query: Query) throws -> ReadResult {
+        try check()
+        return try writes.reads.read(query)
+    }
+    func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
+        try check()
+        let done = try writes.upsert(items, into: table, options: options)
+        changes?.upserted(done.ids, in: done.table)
+    }
+    func delete(ids: [Value], from table: String) throws {
+        try check()
+        guard !ids.isEmpty else { return }
+        let done = try writes.delete(ids: ids, from: table)
+        if !done.ids.isEmpty { changes?.deleted(done.ids, in: done.table) }
+    }
+    func delete(matching query: Query) throws {
+        try check()
+        let done = try writes.delete(matching: query)
+        if done.count > 0 { changes?.changedMany(in: done.table) }
+    }
+
+    /// A savepoint: a thrown error undoes the body's writes (and what it recorded), and the transaction goes on.
+    func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        try check()
+        let saved = changes
+        do {
+            return try writes.atomically { try body(self) }
+        } catch {
+            changes = saved
+            throw error
+        }
+    }
+}
+
+/// A `LocalStore` on any ``OrderedKeyValueEngine``: rows and index entries under ordered keys
+/// (`KeyCodec`, the LMDB backend's encodings), records in `RecordCodec`, a catalog of definitions,
+/// one-column and compound indexes chosen by a planner, and the shared evaluator for everything the
+/// indexes do not decide. Every store call and transaction keeps the protocol's contract: one writer
+/// at a time, `misuse` for calls inside the store's own write body and for a transaction used after its
+/// body or from another thread, savepoints for nested writes, and a change report per commit.
+///
+/// ```swift
+/// let store = try KVStore(engine: InMemoryKVEngine())
+/// ```
+public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlanReporting, @unchecked Sendable {
+    // The locks guard the state: `lock` the catalog, `isClosed` and `writingThread`; `writeLock` is held by
+    // the one running write transaction or definition.
+    /// The engine.
+    public let engine: Engine
+    public let systemTableNames: SystemTableNames
+    public let changeCenter = ChangeCenter()
+    private let lock = NSCondition()
+    private let writeLock = NSLock()
+    private var cachedCatalog = KVCatalog()
+    private var isClosed = false
+    private var writingThread: Thread?
+    /// Calls running on the engine: `close()` waits for them before it closes the engine.
+    private var activeCalls = 0
+    /// Set by a `close()` from inside a write body: the last call to end closes the engine.
+    private var closesEngineWhenIdle = false
+    /// The commit counter as this store last wrote or saw it (see ``KVKeys/commits``).
+    private var lastSeenCommit: UInt64 = 0
+
+    /// How often an observed store looks for commits of other store objects on the same engine.
+    public static var externalChangePollInterval: Duration { .milliseconds(100) }
+
+    /// Opens a store on `engine`, creating the system tables when they are missing.
+    public init(engine: Engine, systemTableNames: SystemTableNames = .default) throws {
+        try systemTableNames.validate()
+        self.engine = engine
+        self.systemTableNames = systemTableNames
+        let catalog = try engine.write { writer -> KVCatalog in
+            var catalog = try KVCatalog.load(writer)
+            for schema in systemTableNames.schemas where catalog.tables[Identifier.fold(schema.name)] == nil {
+                let number = (catalog.tables.values.map(\.number).max() ?? 0) + 1
+                let record = KVTableRecord(number: number, schema: schema, specs: [])
+                catalog.version += 1
+                try KVCatalog.write(record, version: catalog.version, writer)
+                catalog.tables[Identifier.fold(schema.name)] = KVTable(record)
+            }
+            return catalog
+        }
+        cachedCatalog = catalog
+        lastSeenCommit = try engine.read { try KVCatalog.readCounter($0) }
+        changeCenter.setExternalChangeProbe(interval: Self.externalChangePollInterval) { [weak self] baseline in
+            self?.probeCommits(baseline: baseline)
+        }
+    }
+
+    /// Publishes an unlisted change when another store object committed since this one last looked.
+    private func probeCommits(baseline: Bool) {
+        let changed = lock.withLock { () -> Bool in
+            guard !isClosed, let counter = try? engine.read({ try KVCatalog.readCounter($0) }) else { return false }
+            defer { lastSeenCommit = counter }
+            return !baseline && counter != lastSeenCommit
+        }
+        if changed { changeCenter.publishUnlistedChange() }
+    }
+
+    /// Runs `body` as a call on the engine: refused after close, waited for by `close()`.
+    private func calling<R>(_ body: () throws -> R) throws -> R {
+        try lock.withLock {
+            guard !isClosed else { throw LocalStoreError.closed() }
+            guard writingThread !== Thread.current else {
+                throw LocalStoreError(.misuse, "the store was called inside its own write body; use the body's transaction")
+            }
+            activeCalls += 1
+        }
+        defer {
+            let closeEngine = lock.withLock { () -> Bool in
+                activeCalls -= 1
+                guard activeCalls == 0 else { return false }
+                lock.broadcast()
+                defer { closesEngineWhenIdle = false }
+                return closesEngineWhenIdle
+            }
+            if closeEngine { try? engine.close() }
+        }
+        return try body()
+    }
+
+    /// The catalog as of `reader`'s snapshot (reloaded when a definition changed it, here or elsewhere).
+    private func catalog(_ reader: some OrderedKeyValueReader) throws -> KVCatalog {
+        let version = try KVCatalog.readVersion(reader)
+        let cached = lock.withLock { cachedCatalog }
+        if cached.version == version { return cached }
+        let loaded = try KVCatalog.load(reader)
+        lock.withLock { if loaded.version > cachedCatalog.version { cachedCatalog = loaded } }
+        return loaded
+    }
+
+    private func reading<R>(_ body: (KVReads<Engine.Reader>) throws -> R) throws -> R {
+        try calling { try engine.read { reader in try body(KVReads(reader: reader, catalog: try catalog(reader))) } }
+    }
+
+    public func schema(of table: String) throws -> TableSchema? { try reading { $0.schema(of: table) } }
+    public func read(table: String, id: Value) throws -> Item? { try reading { try $0.read(table: table, id: id) } }
+    public func read(_ query: Query) throws -> ReadResult { try reading { try $0.read(query) } }
+    public func tableSchemas() throws -> [TableSchema] {
+        try reading { reads in
+            reads.catalog.tables.values.map(\.schema).filter { !systemTableNames.isReserved($0.name) }
+                .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        }
+    }
+
+    /// The access path a read of `query` takes: `primaryKey` for ids, the index whose leading columns
+    /// the query constrains most (equalities, then one range), or whose first column orders a `top` list,
+    /// else `fullScan`.
+    public func accessPath(for query: Query) throws -> QueryAccessPath { try reading { try $0.accessPath(query) } }
+
+    public func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
+        try performWrite { try $0.upsert(items, into: table, options: options) }
+    }
+    public func delete(ids: [Value], from table: String) throws { try performWrite { try $0.delete(ids: ids, from: table) } }
+    public func delete(matching query: Query) throws { try performWrite { try $0.delete(matching: query) } }
+
+    /// Runs `body` holding the write lock, with the store marked as written by this thread.
+    private func exclusively<R>(_ body: () throws -> R) throws -> R {
+        try calling {
+            writeLock.lock()
+            defer { writeLock.unlock() }
+            lock.withLock { writingThread = Thread.current }
+            defer { lock.withLock { writingThread = nil } }
+            return try body()
+        }
+    }
+
+    public func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        try exclusively {
+            var changes: ChangeCollector?
+            var counter: UInt64 = 0
+            let result = try engine.write { writer -> R in
+                let writes = KVWrites(writer, catalog: try catalog(writer))
+                let transaction = KVTransaction(writes, systemTableNames: systemTableNames, changes: changeCenter.beginTransaction())
+                defer { transaction.end() }
+                let result = try body(transaction)
+                if let failure = writes.failure { throw failure }
+                changes = transaction.changes
+                counter = try KVCatalog.readCounter(writer)
+                try KVCatalog.writeCounter(counter + 1, writer)
+                return result
+            }
+            // After the commit, still holding the write lock: first what other store objects committed.
+            let external = lock.withLock {
+                defer { lastSeenCommit = counter + 1 }
+                return counter != lastSeenCommit
+            }
+            if external { changeCenter.publishUnlistedChange() }
+            changeCenter.publish(changes)
+            return result
+        }
+    }
+
+    public func defineTable(_ schema: TableSchema) throws {
+        try exclusively {
+            guard !systemTableNames.isReserved(schema.name) else {
+                throw LocalStoreError(.reservedName, "'\(schema.name)' is the name of a system table", table: schema.name)
+            }
+            try schema.validate()
+            try engine.write { writer in
+                var catalog = try catalog(writer)
+                let existing = catalog.tables[Identifier.fold(schema.name)]
+                let merged = try existing.map { try $0.schema.merged(with: schema) } ?? schema
+                var specs = existing?.specs ?? []
+                var added: [KVIndexSpec] = []
+                for wanted in KVTable.wantedSpecs(merged)
+                where !specs.contains(where: { $0.columns == wanted.columns && $0.descending == wanted.descending }) {
+                    let spec = KVIndexSpec(
+                        number: (specs.map(\.number).max() ?? 0) + 1, name: wanted.name, columns: wanted.columns, descending: wanted.descending)
+                    specs.append(spec)
+                    added.append(spec)
+                }
+                if let existing, existing.schema == merged, added.isEmpty { return }
+                let number = existing?.number ?? ((catalog.tables.values.map(\.number).max() ?? 0) + 1)
+                let table = KVTable(KVTableRecord(number: number, schema: merged, specs: specs))
+                if existing != nil, !added.isEmpty {
+                    // Index the rows already there.
+                    let prefix = KVKeys.rows(number)
+                    var entries: [[UInt8]: [UInt8]] = [:]
+                    try writer.scan(from: prefix, to: KVPlan.end(of: prefix), reverse: false) { key, value in
+                        let row = try table.decode(value)
+                        let idKey = Array(key[prefix.count...])
+                        for spec in added { entries[table.entryKey(spec, row, idKey: idKey)] = idKey }
+                        return true
+                    }
+                    for (key, idKey) in entries { try writer.put(key, idKey) }
+                }
+                catalog.version += 1
+                try KVCatalog.write(table.record, version: catalog.version, writer)
+            }
+        }
+    }
+
+    /// Closes the store once the calls running on other threads are done; then closes the engine.
+    public func close() throws {
+        let wasOpen = lock.withLock {
+            defer { isClosed = true }
+            return !isClosed
+        }
+        guard wasOpen else { return }
+        changeCenter.finish()
+        let closeNow = lock.withLock { () -> Bool in
+            // From inside a write body, the engine is closed when that body's call ends.
+            if writingThread === Thread.current {
+                closesEngineWhenIdle = true
+                return false
+            }
+            while activeCalls > 0 { lock.wait() }
+            return true
+        }
+        if closeNow { try engine.close() }
+    }
+}

@@ -1,0 +1,21 @@
+import Foundation
+import LocalStore
+import LocalStoreConformance
+import LocalStoreKV
+import Testing
+
+/// The toolkit's generic store on its in-memory reference engine, held to the whole conformance suite.
+@Suite("KVStore on InMemoryKVEngine: the whole conformance suite")
+struct KVStoreConformanceTests {
+    static let factory = StoreFactory(name: "kv-memory", isPersistent: false) { _ in try KVStore(engine: InMemoryKVEngine()) }
+
+    @Test("conformance check", arguments: ConformanceSuite.completeSuite)
+    func conforms(_ check: ConformanceCheck) throws {
+        try check.run(Self.factory)
+    }
+
+    @Test("observation check", arguments: ConformanceSuite.observationChecks)
+    func observationConforms(_ check: AsyncConformanceCheck) async throws {
+        try await check.run(Self.factory)
+    }
+}
