@@ -942,15 +942,7 @@ final class MemTable {
             guard let r = range(op, v) else { return nil }
             return (n, [r])
         case .compare(.literal(let v, _), let op, .column(let n, _, _), false) where indexes[n] != nil:
-            let flipped: QueryPredicate.ComparisonOperator
-            switch op {
-            case .less: flipped = .greater
-            case .lessOrEqual: flipped = .greaterOrEqual
-            case .greater: flipped = .less
-            case .greaterOrEqual: flipped = .lessOrEqual
-            default: flipped = op
-            }
-            guard let r = range(flipped, v) else { return nil }
+            guard let r = range(op.mirrored, v) else { return nil }
             return (n, [r])
         case .in(.column(let n, _, _), let vs, false) where indexes[n] != nil:
             return (n, vs.map { IndexRange(lower: $0, lowerInclusive: true, upper: $0, upperInclusive: true) })

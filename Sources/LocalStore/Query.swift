@@ -250,6 +250,18 @@ public indirect enum QueryPredicate: Sendable, Hashable {
             case .greaterOrEqual: return comparison >= 0
             }
         }
+
+        /// The operator with its operands swapped: `a < b` is `b > a` (planners read `literal op column`
+        /// as `column mirrored literal`).
+        package var mirrored: ComparisonOperator {
+            switch self {
+            case .less: return .greater
+            case .lessOrEqual: return .greaterOrEqual
+            case .greater: return .less
+            case .greaterOrEqual: return .lessOrEqual
+            case .equal, .notEqual: return self
+            }
+        }
     }
 
     /// String operators.

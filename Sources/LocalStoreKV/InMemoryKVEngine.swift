@@ -41,6 +41,11 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
         return low
     }
 
+    static func value(_ entries: [Entry], _ key: [UInt8]) -> [UInt8]? {
+        let i = lowerBound(entries, key)
+        return i < entries.count && entries[i].key == key ? entries[i].value : nil
+    }
+
     static func scan(
         _ entries: [Entry], from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: ([UInt8], [UInt8]) throws -> Bool
     ) rethrows {
@@ -58,10 +63,7 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
     public struct Snapshot: OrderedKeyValueReader {
         let entries: [Entry]
 
-        public func get(_ key: [UInt8]) throws -> [UInt8]? {
-            let i = InMemoryKVEngine.lowerBound(entries, key)
-            return i < entries.count && entries[i].key == key ? entries[i].value : nil
-        }
+        public func get(_ key: [UInt8]) throws -> [UInt8]? { InMemoryKVEngine.value(entries, key) }
 
         public func scan(
             from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: ([UInt8], [UInt8]) throws -> Bool
@@ -76,10 +78,7 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
 
         init(entries: [Entry]) { self.entries = entries }
 
-        public func get(_ key: [UInt8]) throws -> [UInt8]? {
-            let i = InMemoryKVEngine.lowerBound(entries, key)
-            return i < entries.count && entries[i].key == key ? entries[i].value : nil
-        }
+        public func get(_ key: [UInt8]) throws -> [UInt8]? { InMemoryKVEngine.value(entries, key) }
 
         public func scan(
             from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: ([UInt8], [UInt8]) throws -> Bool

@@ -9,9 +9,10 @@ enum KVPlan {
     case ids([Value])
     /// Key ranges `[lower, upper)` of an index.
     case ranges(KVIndexSpec, [KeyRange])
-    /// An index walked in the order of the first sort key, stopping once `need` matches are out and
-    /// the group of equal sort keys they end in is complete.
-    case walk(KVIndexSpec, reverse: Bool, need: Int)
+    /// One range of an index walked in key order (reversed when `reverse`), stopping once `need` matches
+    /// are out and the group they end in is complete: a group is the entries equal in the first
+    /// `groupComponents` components (the range's equalities, then the component the sort is on).
+    case walk(KVIndexSpec, KeyRange, reverse: Bool, need: Int, groupComponents: Int)
     case scan
 
     struct KeyRange: Hashable {
@@ -23,7 +24,7 @@ enum KVPlan {
         switch self {
         case .noRows: return .noRows
         case .ids: return .primaryKey
-        case .ranges(let spec, _), .walk(let spec, _, _): return .index(spec.name)
+        case .ranges(let spec, _), .walk(let spec, _, _, _, _): return .index(spec.name)
         case .scan: return .fullScan
         }
     }
@@ -92,15 +93,7 @@ enum KVPlan {
             case .compare(.column(let n, let type, false), let op, .literal(let v, _), false):
                 record(n, type, op, v)
             case .compare(.literal(let v, _), let op, .column(let n, let type, false), false):
-                let flipped: QueryPredicate.ComparisonOperator
-                switch op {
-                case .less: flipped = .greater
-                case .lessOrEqual: flipped = .greaterOrEqual
-                case .greater: flipped = .less
-                case .greaterOrEqual: flipped = .lessOrEqual
-                default: flipped = op
-                }
-                record(n, type, flipped, v)
+                record(n, type, op.mirrored, v)
             case .in(.column(let n, let type, false), let vs, false) where equal[n] == nil:
                 let bounds = vs.compactMap { bound($0, on: type)?.0 }
                 if bounds.count == vs.count { equal[n] = bounds }
@@ -111,7 +104,7 @@ enum KVPlan {
             }
         }
 
-        var best: (spec: KVIndexSpec, ranges: [KeyRange], score: Int)?
+        var best: (spec: KVIndexSpec, ranges: [KeyRange], score: Int, equalities: Int)?
         for spec in table.specs {
             var prefixes = [KVKeys.index(table.number, spec.number)]
             var equalities = 0
@@ -131,8 +124,10 @@ enum KVPlan {
                 if lower[column] != nil || upper[column] != nil { range = (lower[column], upper[column], descending) }
                 break
             }
-            let score = equalities * 2 + (range != nil ? 1 : 0)
-            guard score > (best?.score ?? 0) else { continue }
+            // Between equal constraints, an index whose order answers the sort (a walk that stops early) wins.
+            let walkable = range == nil && prefixes.count == 1 && walk(query, spec, KeyRange(lower: [], upper: []), equalities: equalities) != nil
+            let score = (equalities * 2 + (range != nil ? 1 : 0)) * 2 + (walkable ? 1 : 0)
+            guard score > 1, score > (best?.score ?? 0) else { continue }
             var ranges: Set<KeyRange> = []
             for p in prefixes {
                 guard let range else {
@@ -150,17 +145,32 @@ enum KVPlan {
                 let to = high.map { $0.inclusive ? end(of: key($0.0)) : key($0.0) } ?? end(of: p)
                 ranges.insert(KeyRange(lower: from, upper: to))
             }
-            best = (spec, ranges.sorted { $0.lower.lexicographicallyPrecedes($1.lower) }, score)
+            best = (spec, ranges.sorted { $0.lower.lexicographicallyPrecedes($1.lower) }, score, equalities)
         }
-        if let best { return .ranges(best.spec, best.ranges) }
-
-        if let top = query.top, !query.includeTotalCount, let first = query.sort.first, !first.noCase, first.column != idIndex,
-            let spec = table.specs.first(where: { $0.columns.first == first.column })
-        {
-            let need = query.skip.addingReportingOverflow(top)
-            if !need.overflow { return .walk(spec, reverse: first.descending != spec.descending[0], need: need.partialValue) }
+        if let best {
+            if best.ranges.count == 1, let walk = walk(query, best.spec, best.ranges[0], equalities: best.equalities) { return walk }
+            return .ranges(best.spec, best.ranges)
+        }
+        // A top list sorted on the first column of an index: walk the whole index.
+        for spec in table.specs {
+            let prefix = KVKeys.index(table.number, spec.number)
+            if let walk = walk(query, spec, KeyRange(lower: prefix, upper: end(of: prefix)), equalities: 0) { return walk }
         }
         return .scan
+    }
+
+    /// A walk of `range` in the query's order, when the query wants a top list without its count, and its
+    /// first sort key not fixed by the range's `equalities` is the index's next component.
+    static func walk(_ query: ResolvedQuery, _ spec: KVIndexSpec, _ range: KeyRange, equalities: Int) -> KVPlan? {
+        guard let top = query.top, !query.includeTotalCount, equalities < spec.columns.count else { return nil }
+        let fixed = Set(spec.columns.prefix(equalities))
+        guard let key = query.sort.first(where: { !fixed.contains($0.column) }), !key.noCase,
+            key.column == spec.columns[equalities]
+        else { return nil }
+        let need = query.skip.addingReportingOverflow(top)
+        guard !need.overflow else { return nil }
+        return .walk(
+            spec, range, reverse: key.descending != spec.descending[equalities], need: need.partialValue, groupComponents: equalities + 1)
     }
 }
 
@@ -214,15 +224,17 @@ struct KVReads<Reader: OrderedKeyValueReader> {
                 }
             }
             return rows
-        case .walk(let spec, let reverse, let need):
-            let prefix = KVKeys.index(table.number, spec.number)
-            let start = prefix.count
+        case .walk(let spec, let range, let reverse, let need, let groupComponents):
+            let start = KVKeys.index(table.number, spec.number).count
             var rows: [[Value]] = []
             var matched = 0
             var group: ArraySlice<UInt8>?
-            try reader.scan(from: prefix, to: KVPlan.end(of: prefix), reverse: reverse) { key, idKey in
-                let length = KeyCodec.componentLength(key, at: start, descending: spec.descending[0]) ?? (key.count - start)
-                let current = key[start..<min(key.count, start + length)]
+            try reader.scan(from: range.lower, to: range.upper, reverse: reverse) { key, idKey in
+                var end = start
+                for descending in spec.descending.prefix(groupComponents) {
+                    end += KeyCodec.componentLength(key, at: end, descending: descending) ?? (key.count - end)
+                }
+                let current = key[start..<min(key.count, end)]
                 if current != group {
                     if matched >= need { return false }
                     group = current

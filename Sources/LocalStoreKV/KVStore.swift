@@ -220,7 +220,13 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
     }
 
     /// Publishes an unlisted change when another store object committed since this one last looked.
+    /// A poll skips its turn while this store writes (its own commit would look like another's); the
+    /// baseline, taken when the first observer registers (maybe inside a write body), never waits.
     private func probeCommits(baseline: Bool) {
+        if !baseline {
+            guard writeLock.try() else { return }
+        }
+        defer { if !baseline { writeLock.unlock() } }
         let changed = lock.withLock { () -> Bool in
             guard !isClosed, let counter = try? engine.read({ try KVCatalog.readCounter($0) }) else { return false }
             defer { lastSeenCommit = counter }

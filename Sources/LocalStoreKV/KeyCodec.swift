@@ -7,54 +7,64 @@ import LocalStore
 /// self-delimiting (no encoding is a proper prefix of another) and its byte order equals the
 /// order of `Collation.compare` on the values it encodes, so an index cursor walks rows in query
 /// order.
-package enum KeyCodec {
+public enum KeyCodec {
     /// Keys longer than this are stored as their first `prefixLimit` bytes followed by the row's
     /// 8-byte row number (LMDB's default key limit is 511 bytes). A format constant: never change it.
-    package static let prefixLimit = 480
+    public static let prefixLimit = 480
     /// The length of every truncated ("long") stored key.
-    package static let longKeyLength = prefixLimit + 8
+    public static let longKeyLength = prefixLimit + 8
 
     /// Component tags. Only one kind besides null ever occurs in one index component (a column
     /// has one type), so the relative order of the kinds does not matter; null sorts first.
-    package enum Tag {
-        package static let null: UInt8 = 0x00
-        package static let bool: UInt8 = 0x10
-        package static let number: UInt8 = 0x20
-        package static let date: UInt8 = 0x30
-        package static let string: UInt8 = 0x40
-        package static let binary: UInt8 = 0x50
-        package static let json: UInt8 = 0x60
-        package static let noCase: UInt8 = 0x70
+    public enum Tag {
+        /// The tag of a null component (sorts first).
+        public static let null: UInt8 = 0x00
+        /// The tag of a boolean component.
+        public static let bool: UInt8 = 0x10
+        /// The tag of a number component (an integer or a double; a column holds one kind).
+        public static let number: UInt8 = 0x20
+        /// The tag of a date component.
+        public static let date: UInt8 = 0x30
+        /// The tag of a case-sensitive string component.
+        public static let string: UInt8 = 0x40
+        /// The tag of a binary component.
+        public static let binary: UInt8 = 0x50
+        /// The tag of a json component (not orderable: it only separates null from non-null).
+        public static let json: UInt8 = 0x60
+        /// The tag of a NOCASE string component.
+        public static let noCase: UInt8 = 0x70
     }
 
     // MARK: Scalars
 
-    @inlinable @inline(__always) package static func appendBigEndian(_ v: UInt64, into out: inout [UInt8]) {
+    /// Appends `v` as 8 big-endian bytes (byte order equals numeric order).
+    @inlinable @inline(__always) public static func appendBigEndian(_ v: UInt64, into out: inout [UInt8]) {
         var x = v.bigEndian
         withUnsafeBytes(of: &x) { out.append(contentsOf: $0) }
     }
 
-    @inlinable package static func readBigEndian(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+    /// Reads up to 8 big-endian bytes as a number.
+    @inlinable public static func readBigEndian(_ bytes: ArraySlice<UInt8>) -> UInt64 {
         var v: UInt64 = 0
         for b in bytes.prefix(8) { v = v << 8 | UInt64(b) }
         return v
     }
 
     /// Int64 with the sign bit flipped, big-endian: byte order equals numeric order.
-    @inlinable package static func appendInt(_ i: Int64, into out: inout [UInt8]) {
+    @inlinable public static func appendInt(_ i: Int64, into out: inout [UInt8]) {
         appendBigEndian(UInt64(bitPattern: i) ^ (1 << 63), into: &out)
     }
 
     /// Doubles: positive numbers get the sign bit set, negative numbers have all bits inverted, so
     /// byte order equals numeric order. -0.0 is encoded as +0.0 because the two compare equal.
-    @inlinable package static func appendDouble(_ d: Double, into out: inout [UInt8]) {
+    @inlinable public static func appendDouble(_ d: Double, into out: inout [UInt8]) {
         let bits = (d == 0 ? 0.0 : d).bitPattern
         appendBigEndian(bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63), into: &out)
     }
 
     /// Bytes escaped so that byte order, including prefix order, is kept: 0x00 becomes 0x00 0xFF
     /// and the end is 0x00 0x01.
-    @inlinable package static func appendEscaped<C: Collection>(_ bytes: C, terminated: Bool, into out: inout [UInt8]) where C.Element == UInt8 {
+    @inlinable public static func appendEscaped<C: Collection>(_ bytes: C, terminated: Bool, into out: inout [UInt8]) where C.Element == UInt8 {
         for b in bytes {
             out.append(b)
             if b == 0 { out.append(0xFF) }
@@ -68,7 +78,7 @@ package enum KeyCodec {
     /// SQLite's NOCASE order as bytes: the ASCII-lower-cased bytes up to the first NUL, then
     /// `00 00` when the string has no NUL, or `00 01` and the 8-byte total length when it has one.
     /// Equal exactly when `Collation.compareNoCase` says equal; ordered exactly like it.
-    @inlinable package static func appendNoCase(_ s: String, into out: inout [UInt8]) {
+    @inlinable public static func appendNoCase(_ s: String, into out: inout [UInt8]) {
         let count = s.utf8.count
         out.reserveCapacity(out.count + count + 10)
         let start = out.count
@@ -106,7 +116,7 @@ package enum KeyCodec {
     /// Integers and doubles use different encodings: a column holds only one of them (an `int`
     /// written to a `double` column is stored as a double), and query bounds are converted to the
     /// column's type by the planner.
-    @inlinable package static func appendComponent(_ v: Value, into out: inout [UInt8]) {
+    @inlinable public static func appendComponent(_ v: Value, into out: inout [UInt8]) {
         switch v {
         case .null: out.append(Tag.null)
         case .bool(let b):
@@ -134,7 +144,7 @@ package enum KeyCodec {
     }
 
     /// Appends a string as a case-insensitive (NOCASE) component; null stays null.
-    @inlinable package static func appendNoCaseComponent(_ v: Value, into out: inout [UInt8]) {
+    @inlinable public static func appendNoCaseComponent(_ v: Value, into out: inout [UInt8]) {
         if case .string(let s) = v {
             out.append(Tag.noCase)
             appendNoCase(s, into: &out)
@@ -147,7 +157,7 @@ package enum KeyCodec {
     /// descending, NOCASE): the same case and the same bits — strings compared by their UTF-8 bytes
     /// (`==` on `String` would call canonically equivalent spellings equal), doubles and dates by their
     /// bit patterns. `false` whenever that is not certain (then the keys are built and compared).
-    @inlinable @inline(__always) package static func encodesAlike(_ a: Value, _ b: Value) -> Bool {
+    @inlinable @inline(__always) public static func encodesAlike(_ a: Value, _ b: Value) -> Bool {
         switch (a, b) {
         case (.null, .null): return true
         case (.bool(let x), .bool(let y)): return x == y
@@ -164,7 +174,7 @@ package enum KeyCodec {
     /// Appends a component for a descending index key: the ascending encoding with every byte
     /// complemented. The encodings are prefix-free, so complementing reverses their order exactly
     /// (nulls, first ascending, come last) and keeps them prefix-free.
-    @inlinable package static func appendDescendingComponent(_ v: Value, into out: inout [UInt8]) {
+    @inlinable public static func appendDescendingComponent(_ v: Value, into out: inout [UInt8]) {
         let start = out.count
         appendComponent(v, into: &out)
         for i in start..<out.count { out[i] = ~out[i] }
@@ -172,7 +182,7 @@ package enum KeyCodec {
 
     /// The length of the component starting at `offset` in `key`, or `nil` when the key ends
     /// before the component does (a truncated long key). `descending` reads a complemented component.
-    @inlinable package static func componentLength<K: RandomAccessCollection>(_ key: K, at offset: Int, descending: Bool = false) -> Int?
+    @inlinable public static func componentLength<K: RandomAccessCollection>(_ key: K, at offset: Int, descending: Bool = false) -> Int?
     where K.Element == UInt8, K.Index == Int {
         guard offset < key.count else { return nil }
         let flip: UInt8 = descending ? 0xFF : 0
@@ -212,13 +222,14 @@ package enum KeyCodec {
 
     /// The full primary-key encoding of an id: NOCASE bytes for a string id, the order-preserving
     /// 8 bytes for an integer id.
-    @inlinable package static func idKey(_ id: Value) -> [UInt8] {
+    @inlinable public static func idKey(_ id: Value) -> [UInt8] {
         var out: [UInt8] = []
         appendId(id, into: &out)
         return out
     }
 
-    @inlinable package static func appendId(_ id: Value, into out: inout [UInt8]) {
+    /// Appends the primary-key encoding of an id (see ``idKey(_:)``).
+    @inlinable public static func appendId(_ id: Value, into out: inout [UInt8]) {
         switch id {
         case .int(let i): appendInt(i, into: &out)
         case .string(let s): appendNoCase(s, into: &out)
@@ -230,7 +241,7 @@ package enum KeyCodec {
     /// `nil` when the key is longer than ``prefixLimit`` (a long id: looked up by its stored prefix).
     /// Reads by id use it: no array is allocated per read, and ASCII letters are folded eight bytes at
     /// a time.
-    @inlinable @inline(__always) package static func withIdKey<R>(_ id: Value, _ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
+    @inlinable @inline(__always) public static func withIdKey<R>(_ id: Value, _ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
         switch id {
         case .int(let i):
             var key = (UInt64(bitPattern: i) ^ (1 << 63)).bigEndian
@@ -270,7 +281,7 @@ package enum KeyCodec {
     /// Copies `source` into `out` with ASCII letters lower-cased, up to its first NUL; returns the
     /// number of bytes copied (`count` when there is no NUL). Eight bytes at a time while they are
     /// ASCII without a NUL, then byte by byte.
-    @inlinable @inline(__always) package static func foldNoCase(_ source: UnsafePointer<UInt8>, count: Int, into out: UnsafeMutableRawPointer) -> Int {
+    @inlinable @inline(__always) public static func foldNoCase(_ source: UnsafePointer<UInt8>, count: Int, into out: UnsafeMutableRawPointer) -> Int {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         var i = 0
@@ -295,7 +306,7 @@ package enum KeyCodec {
 
     /// The key stored in LMDB for a full key: the key itself when it fits, otherwise its first
     /// ``prefixLimit`` bytes and the row number (which keeps it unique).
-    @inlinable package static func storedKey(_ full: [UInt8], rowId: UInt64) -> [UInt8] {
+    @inlinable public static func storedKey(_ full: [UInt8], rowId: UInt64) -> [UInt8] {
         if full.count <= prefixLimit { return full }
         var out = Array(full[0..<prefixLimit])
         appendBigEndian(rowId, into: &out)
@@ -303,16 +314,16 @@ package enum KeyCodec {
     }
 
     /// Whether a stored key is a truncated one.
-    @inlinable @inline(__always) package static func isLong(_ stored: [UInt8]) -> Bool { stored.count > prefixLimit }
+    @inlinable @inline(__always) public static func isLong(_ stored: [UInt8]) -> Bool { stored.count > prefixLimit }
 
     /// The part of a stored key that carries order: the key without the row number of a long key.
-    @inlinable package static func orderedPart(_ stored: [UInt8]) -> ArraySlice<UInt8> {
+    @inlinable public static func orderedPart(_ stored: [UInt8]) -> ArraySlice<UInt8> {
         stored.count > prefixLimit ? stored[0..<prefixLimit] : stored[...]
     }
 
     /// The smallest byte string greater than every string that starts with `p`, or `nil` when
     /// there is none (`p` is empty or all 0xFF).
-    @inlinable package static func successor<C: Collection>(_ p: C) -> [UInt8]? where C.Element == UInt8 {
+    @inlinable public static func successor<C: Collection>(_ p: C) -> [UInt8]? where C.Element == UInt8 {
         var q = Array(p)
         while let last = q.last, last == 0xFF { q.removeLast() }
         guard !q.isEmpty else { return nil }
@@ -324,16 +335,17 @@ package enum KeyCodec {
     ///
     /// Truncation is monotone, so `full >= lower` implies `stored >= lower[..<L]`, and
     /// `full < upper` implies `stored < upper` (when `upper` fits) or `stored < succ(upper[..<L])`.
-    @inlinable package static func storedLower(_ lower: [UInt8]) -> [UInt8] {
+    @inlinable public static func storedLower(_ lower: [UInt8]) -> [UInt8] {
         lower.count > prefixLimit ? Array(lower[0..<prefixLimit]) : lower
     }
 
-    @inlinable package static func storedUpper(_ upper: [UInt8]) -> [UInt8]? {
+    /// Maps an upper bound on full keys to one on stored keys that keeps every row inside (see ``storedLower(_:)``).
+    @inlinable public static func storedUpper(_ upper: [UInt8]) -> [UInt8]? {
         upper.count <= prefixLimit ? upper : successor(upper[0..<prefixLimit])
     }
 }
 
 extension Array where Element == UInt8 {
     /// `memcmp` order with the shorter array first on a common prefix (LMDB's default key order).
-    @inlinable @inline(__always) package func precedes(_ other: [UInt8]) -> Bool { lexicographicallyPrecedes(other) }
+    @inlinable @inline(__always) public func precedes(_ other: [UInt8]) -> Bool { lexicographicallyPrecedes(other) }
 }

@@ -24,39 +24,52 @@ import LocalStore
 /// record shorter than the schema reads null for the missing columns. The decoder checks every
 /// length against the bytes left and every value against its column's type, and throws `corrupt`
 /// on anything else: it never traps on arbitrary input.
-package enum RecordCodec {
+public enum RecordCodec {
     /// The version byte of a record whose tags are inline with their payloads.
-    package static let version: UInt8 = 1
+    public static let version: UInt8 = 1
     /// The version byte of a record whose tags come first.
-    package static let tagsFirstVersion: UInt8 = 2
+    public static let tagsFirstVersion: UInt8 = 2
 
     /// How a store writes its records.
-    package enum Layout: Sendable, CaseIterable {
+    public enum Layout: Sendable, CaseIterable {
         /// Version 1: each value's tag before its payload (stores of format 1 and 2).
         case inline
         /// Version 2: all the tags, then the row number, then the payloads (stores of format 3).
         case tagsFirst
     }
     /// The deepest json nesting stored (the same limit as the core's JSON parser).
-    package static let maximumJSONDepth = 512
+    public static let maximumJSONDepth = 512
 
-    package enum Tag {
-        package static let null: UInt8 = 0
-        package static let `false`: UInt8 = 1
-        package static let `true`: UInt8 = 2
-        package static let int: UInt8 = 3
-        package static let double: UInt8 = 4
-        package static let string: UInt8 = 5
-        package static let date: UInt8 = 6
-        package static let binary: UInt8 = 7
-        package static let json: UInt8 = 8
-        package static let jsonArray: UInt8 = 6
-        package static let jsonObject: UInt8 = 7
+    /// The value tags of a record.
+    public enum Tag {
+        /// Null.
+        public static let null: UInt8 = 0
+        /// The boolean `false`.
+        public static let `false`: UInt8 = 1
+        /// The boolean `true`.
+        public static let `true`: UInt8 = 2
+        /// An integer (zigzag varint).
+        public static let int: UInt8 = 3
+        /// A double (8 bytes, bit pattern, little-endian).
+        public static let double: UInt8 = 4
+        /// A string (varint length, UTF-8).
+        public static let string: UInt8 = 5
+        /// A date (8 bytes: the bits of `timeIntervalSinceReferenceDate`).
+        public static let date: UInt8 = 6
+        /// Bytes (varint length).
+        public static let binary: UInt8 = 7
+        /// A json value.
+        public static let json: UInt8 = 8
+        /// Inside json: an array (varint count, then the elements).
+        public static let jsonArray: UInt8 = 6
+        /// Inside json: an object (varint count, then key and value pairs).
+        public static let jsonObject: UInt8 = 7
     }
 
     // MARK: Encoding
 
-    @inlinable package static func encode(_ row: [Value], rowId: UInt64, layout: Layout) -> [UInt8] {
+    /// Encodes `row` (values in schema order) with its row number, in `layout`.
+    @inlinable public static func encode(_ row: [Value], rowId: UInt64, layout: Layout) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(16 + row.count * 8)
         switch layout {
@@ -75,7 +88,8 @@ package enum RecordCodec {
         return out
     }
 
-    @inlinable package static func appendVarint(_ v: UInt64, into out: inout [UInt8]) {
+    /// Appends `v` as a LEB128 varint.
+    @inlinable public static func appendVarint(_ v: UInt64, into out: inout [UInt8]) {
         var x = v
         while x >= 0x80 {
             out.append(UInt8(truncatingIfNeeded: x) | 0x80)
@@ -84,21 +98,24 @@ package enum RecordCodec {
         out.append(UInt8(x))
     }
 
-    @inlinable @inline(__always) package static func zigzag(_ i: Int64) -> UInt64 { UInt64(bitPattern: (i << 1) ^ (i >> 63)) }
-    @inlinable @inline(__always) package static func unzigzag(_ u: UInt64) -> Int64 { Int64(bitPattern: u >> 1) ^ -Int64(bitPattern: u & 1) }
+    /// Maps a signed integer to an unsigned one, small magnitudes to small numbers.
+    @inlinable @inline(__always) public static func zigzag(_ i: Int64) -> UInt64 { UInt64(bitPattern: (i << 1) ^ (i >> 63)) }
+    @inlinable @inline(__always) public static func unzigzag(_ u: UInt64) -> Int64 { Int64(bitPattern: u >> 1) ^ -Int64(bitPattern: u & 1) }
 
-    @inlinable package static func appendFixed(_ v: UInt64, into out: inout [UInt8]) {
+    /// Appends `v` as 8 little-endian bytes.
+    @inlinable public static func appendFixed(_ v: UInt64, into out: inout [UInt8]) {
         var x = v.littleEndian
         withUnsafeBytes(of: &x) { out.append(contentsOf: $0) }
     }
 
-    @inlinable package static func appendBytes<C: Collection>(_ bytes: C, into out: inout [UInt8]) where C.Element == UInt8 {
+    /// Appends a varint length and the bytes.
+    @inlinable public static func appendBytes<C: Collection>(_ bytes: C, into out: inout [UInt8]) where C.Element == UInt8 {
         appendVarint(UInt64(bytes.count), into: &out)
         out.append(contentsOf: bytes)
     }
 
     /// The tag of a value.
-    @inlinable package static func tag(of v: Value) -> UInt8 {
+    @inlinable public static func tag(of v: Value) -> UInt8 {
         switch v {
         case .null: return Tag.null
         case .bool(let b): return b ? Tag.true : Tag.false
@@ -111,13 +128,14 @@ package enum RecordCodec {
         }
     }
 
-    @inlinable package static func appendValue(_ v: Value, into out: inout [UInt8]) {
+    /// Appends a tag and its payload (the inline layout).
+    @inlinable public static func appendValue(_ v: Value, into out: inout [UInt8]) {
         out.append(tag(of: v))
         appendPayload(v, into: &out)
     }
 
     /// A value's bytes after its tag (nothing for null and booleans).
-    @inlinable package static func appendPayload(_ v: Value, into out: inout [UInt8]) {
+    @inlinable public static func appendPayload(_ v: Value, into out: inout [UInt8]) {
         switch v {
         case .null, .bool: break
         case .int(let i): appendVarint(zigzag(i), into: &out)
@@ -129,7 +147,8 @@ package enum RecordCodec {
         }
     }
 
-    @inlinable package static func appendJSON(_ j: JSON, into out: inout [UInt8]) {
+    /// Appends a json value in the record format.
+    @inlinable public static func appendJSON(_ j: JSON, into out: inout [UInt8]) {
         switch j {
         case .null: out.append(Tag.null)
         case .bool(let b): out.append(b ? Tag.true : Tag.false)
@@ -158,7 +177,7 @@ package enum RecordCodec {
     }
 
     /// The nesting depth of arrays and objects in `j` (0 for a scalar), stopping early past `limit`.
-    @inlinable package static func depth(_ j: JSON, limit: Int = maximumJSONDepth) -> Int {
+    @inlinable public static func depth(_ j: JSON, limit: Int = maximumJSONDepth) -> Int {
         switch j {
         case .array(let a):
             if limit <= 0 { return 1 }
@@ -173,24 +192,27 @@ package enum RecordCodec {
     // MARK: Decoding
 
     /// A decoded record: the row (padded with nulls to the schema's width) and its row number.
-    package struct Decoded {
-        package var row: [Value]
-        package var rowId: UInt64
-        @inlinable package init(row: [Value], rowId: UInt64) {
+    public struct Decoded {
+        /// The values, padded with nulls to the schema's width.
+        public var row: [Value]
+        /// The row number stored with the record.
+        public var rowId: UInt64
+        /// A decoded record.
+        @inlinable public init(row: [Value], rowId: UInt64) {
             self.row = row
             self.rowId = rowId
         }
     }
 
-    /// Decodes a record, checking every value (see ``RecordFilter`` for testing a record without
+    /// Decodes a record, checking every value (see `RecordFilter` (LMDB) for testing a record without
     /// decoding it).
-    @inlinable package static func decode(_ bytes: UnsafeRawBufferPointer, schema: TableSchema) throws -> Decoded {
+    @inlinable public static func decode(_ bytes: UnsafeRawBufferPointer, schema: TableSchema) throws -> Decoded {
         try decode(bytes, schema: schema, idIndex: schema.idIndex)
     }
 
-    /// ``decode(_:schema:)`` with the position of the schema's id column given (looking it up
+    /// `decode(_:schema:)` with the position of the schema's id column given (looking it up
     /// hashes the name: a query decoding many rows looks it up once).
-    @inlinable package static func decode(_ bytes: UnsafeRawBufferPointer, schema: TableSchema, idIndex: Int) throws -> Decoded {
+    @inlinable public static func decode(_ bytes: UnsafeRawBufferPointer, schema: TableSchema, idIndex: Int) throws -> Decoded {
         let width = schema.columns.count
         var row: [Value] = []
         row.reserveCapacity(width)
@@ -199,17 +221,17 @@ package enum RecordCodec {
         return Decoded(row: row, rowId: rowId)
     }
 
-    /// Checks a record as ``decode(_:schema:)`` does (`corrupt` when it does not decode) without
+    /// Checks a record as `decode(_:schema:)` does (`corrupt` when it does not decode) without
     /// building its row.
-    @inlinable package static func check(_ bytes: UnsafeRawBufferPointer, schema: TableSchema, idIndex: Int) throws {
+    @inlinable public static func check(_ bytes: UnsafeRawBufferPointer, schema: TableSchema, idIndex: Int) throws {
         _ = try forEachValue(bytes, schema: schema, idIndex: idIndex) { _, _ in }
     }
 
-    /// Decodes a record value by value, checking each exactly as ``decode(_:schema:)`` does, and hands
+    /// Decodes a record value by value, checking each exactly as `decode(_:schema:)` does, and hands
     /// every stored column's value to `body` with its position (in order; the columns a short record
     /// lacks are null and not handed over). Returns the record's row number. Callers that build
-    /// something other than a `[Value]` row (an item, ``ItemBuilder``) decode without the row.
-    @inlinable @inline(__always) package static func forEachValue(
+    /// something other than a `[Value]` row (an item, `ItemBuilder` (LMDB)) decode without the row.
+    @inlinable @inline(__always) public static func forEachValue(
         _ bytes: UnsafeRawBufferPointer, schema: TableSchema, idIndex: Int, _ body: (Int, Value) -> Void
     ) throws -> UInt64 {
         var r = ByteReader(bytes)
@@ -263,36 +285,46 @@ package enum RecordCodec {
         }
     }
 
-    @inlinable package static func decode(_ bytes: [UInt8], schema: TableSchema) throws -> Decoded {
+    /// Decodes a record held in an array (see the buffer form).
+    @inlinable public static func decode(_ bytes: [UInt8], schema: TableSchema) throws -> Decoded {
         try bytes.withUnsafeBytes { try decode($0, schema: schema) }
     }
 }
 
 /// A bounds-checked reader over untrusted bytes.
-package struct ByteReader {
-    package struct Failure: Error {
-        package let what: String
-        @inlinable package init(_ what: String) { self.what = what }
+public struct ByteReader {
+    /// Why the bytes do not parse.
+    public struct Failure: Error {
+        /// What was malformed.
+        public let what: String
+        /// A failure.
+        @inlinable public init(_ what: String) { self.what = what }
     }
 
-    @usableFromInline package let bytes: UnsafeRawBufferPointer
-    @usableFromInline package var offset = 0
+    /// The bytes read.
+    public let bytes: UnsafeRawBufferPointer
+    /// The position of the next byte.
+    public var offset = 0
 
-    @inlinable package init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+    /// A reader at the start of `bytes`.
+    @inlinable public init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
     /// Moves to byte `to`.
-    @inlinable package mutating func seek(_ to: Int) { offset = to }
+    @inlinable public mutating func seek(_ to: Int) { offset = to }
 
-    @inlinable package var isAtEnd: Bool { offset == bytes.count }
-    @inlinable package var remaining: Int { bytes.count - offset }
+    /// Whether every byte was read.
+    @inlinable public var isAtEnd: Bool { offset == bytes.count }
+    @inlinable public var remaining: Int { bytes.count - offset }
 
-    @inlinable package mutating func byte() throws -> UInt8 {
+    /// Reads one byte.
+    @inlinable public mutating func byte() throws -> UInt8 {
         guard offset < bytes.count else { throw Failure("unexpected end") }
         defer { offset += 1 }
         return bytes[offset]
     }
 
-    @inlinable package mutating func varint() throws -> UInt64 {
+    /// Reads a LEB128 varint (at most 10 bytes).
+    @inlinable public mutating func varint() throws -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {
@@ -305,7 +337,8 @@ package struct ByteReader {
         }
     }
 
-    @inlinable package mutating func fixed64() throws -> UInt64 {
+    /// Reads 8 little-endian bytes.
+    @inlinable public mutating func fixed64() throws -> UInt64 {
         guard remaining >= 8 else { throw Failure("unexpected end") }
         var v: UInt64 = 0
         for k in 0..<8 { v |= UInt64(bytes[offset + k]) << (8 * UInt64(k)) }
@@ -313,18 +346,21 @@ package struct ByteReader {
         return v
     }
 
-    @inlinable package mutating func length() throws -> Int {
+    /// Reads a varint length no longer than the bytes left.
+    @inlinable public mutating func length() throws -> Int {
         let n = try varint()
         guard n <= UInt64(remaining) else { throw Failure("length \(n) beyond the end") }
         return Int(n)
     }
 
-    @inlinable package mutating func rawBytes(_ n: Int) -> UnsafeRawBufferPointer {
+    /// The next `n` bytes (checked by the caller), and moves past them.
+    @inlinable public mutating func rawBytes(_ n: Int) -> UnsafeRawBufferPointer {
         defer { offset += n }
         return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + n)])
     }
 
-    @inlinable package mutating func string() throws -> String {
+    /// Reads a varint length and that many bytes of UTF-8.
+    @inlinable public mutating func string() throws -> String {
         let n = try length()
         let raw = rawBytes(n)
         // ASCII (the common case) is valid UTF-8: built without the generic validating path.
@@ -334,7 +370,7 @@ package struct ByteReader {
     }
 
     /// Whether every byte of `raw` is ASCII (then it is valid UTF-8 as it is).
-    @inlinable @inline(__always) package static func isASCII(_ raw: UnsafeRawBufferPointer) -> Bool {
+    @inlinable @inline(__always) public static func isASCII(_ raw: UnsafeRawBufferPointer) -> Bool {
         let n = raw.count
         guard let p = raw.baseAddress else { return true }
         if n >= 8 {
@@ -355,12 +391,13 @@ package struct ByteReader {
         return true
     }
 
-    @inlinable package mutating func value() throws -> Value {
+    /// Reads a tag and its value.
+    @inlinable public mutating func value() throws -> Value {
         try value(tag: try byte())
     }
 
     /// The value whose tag is `tag` and whose payload is at the reader.
-    @inlinable package mutating func value(tag: UInt8) throws -> Value {
+    @inlinable public mutating func value(tag: UInt8) throws -> Value {
         switch tag {
         case RecordCodec.Tag.null: return .null
         case RecordCodec.Tag.false: return .bool(false)
@@ -378,7 +415,8 @@ package struct ByteReader {
         }
     }
 
-    @inlinable package mutating func json(depth: Int) throws -> JSON {
+    /// Reads a json value nested at most `depth` deep.
+    @inlinable public mutating func json(depth: Int) throws -> JSON {
         switch try byte() {
         case RecordCodec.Tag.null: return .null
         case RecordCodec.Tag.false: return .bool(false)
@@ -415,18 +453,21 @@ package struct ByteReader {
 }
 
 /// A set of column positions (a bitmap).
-package struct ColumnSet {
-    @usableFromInline package var bits: [UInt64] = []
+public struct ColumnSet {
+    /// One bit per column position.
+    public var bits: [UInt64] = []
 
-    @inlinable package init() {}
+    /// An empty set.
+    @inlinable public init() {}
 
-    @inlinable @inline(__always) package func contains(_ n: Int) -> Bool {
+    /// Whether position `n` is in the set.
+    @inlinable @inline(__always) public func contains(_ n: Int) -> Bool {
         let w = n >> 6
         return w < bits.count && bits[w] & (1 << UInt64(n & 63)) != 0
     }
 
     /// The positions in the set, ascending.
-    @inlinable package var members: [Int] {
+    @inlinable public var members: [Int] {
         var out: [Int] = []
         for (w, word) in bits.enumerated() where word != 0 {
             for b in 0..<64 where word & (1 << UInt64(b)) != 0 { out.append(w * 64 + b) }
@@ -434,7 +475,8 @@ package struct ColumnSet {
         return out
     }
 
-    @inlinable package mutating func insert(_ n: Int) {
+    /// Adds position `n`.
+    @inlinable public mutating func insert(_ n: Int) {
         let w = n >> 6
         while bits.count <= w { bits.append(0) }
         bits[w] |= 1 << UInt64(n & 63)

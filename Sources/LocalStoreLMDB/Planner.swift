@@ -396,16 +396,6 @@ struct QueryPlanner {
         }
     }
 
-    private static func flipped(_ op: QueryPredicate.ComparisonOperator) -> QueryPredicate.ComparisonOperator {
-        switch op {
-        case .less: return .greater
-        case .lessOrEqual: return .greaterOrEqual
-        case .greater: return .less
-        case .greaterOrEqual: return .lessOrEqual
-        default: return op
-        }
-    }
-
     /// The constraint conjunct `p` puts on column `n` encoded in `mode`, if any.
     private func constraint(_ p: ResolvedPredicate, column n: Int, mode: Mode) -> Constraint? {
         let type = schema.columns[n].type
@@ -415,7 +405,7 @@ struct QueryPlanner {
         case .compare(.column(let c, _, _), let op, .literal(let v, _), let noCase) where c == n:
             return comparison(op, v, noCase: noCase, type: type, mode: mode)
         case .compare(.literal(let v, _), let op, .column(let c, _, _), let noCase) where c == n:
-            return comparison(QueryPlanner.flipped(op), v, noCase: noCase, type: type, mode: mode)
+            return comparison(op.mirrored, v, noCase: noCase, type: type, mode: mode)
         case .in(.column(let c, _, _), let vs, let noCase) where c == n:
             if (mode == .value || mode == .descending) && noCase { return nil }
             var points: [[UInt8]]? = []
