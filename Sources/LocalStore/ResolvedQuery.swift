@@ -100,7 +100,29 @@ public struct ResolvedQuery: Sendable {
     /// O(n log(skip + top)) rather than a full sort.
     public func apply<S: Sequence>(to rows: S) -> ReadResult where S.Element == [Value] {
         let matches = select(rows)
-        return ReadResult(items: matches.rows.map(project), totalCount: includeTotalCount ? matches.count : nil)
+        return ReadResult(items: items(matches.rows), totalCount: includeTotalCount ? matches.count : nil)
+    }
+
+    /// The items of `rows` (``project(_:)`` of each), in row form: one layout and one buffer of values
+    /// for the whole result, no dictionary per item.
+    public func items(_ rows: [[Value]]) -> [Item] {
+        guard !rows.isEmpty, !projection.isEmpty, let layout = ItemLayout(names: projection.map { schema.columns[$0].name }) else {
+            return rows.map(project)
+        }
+        let width = projection.count
+        let values = ValueRows.make(count: rows.count * width) { base in
+            var next = base
+            for row in rows {
+                for n in projection {
+                    next.initialize(to: row[n])
+                    next += 1
+                }
+            }
+        }
+        var items: [Item] = []
+        items.reserveCapacity(rows.count)
+        for i in 0..<rows.count { items.append(Item(layout: layout, values: values, start: i * width)) }
+        return items
     }
 
     /// The rows of `rows` this query returns (filtered, ordered, skipped and cut, not projected) and

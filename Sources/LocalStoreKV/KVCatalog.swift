@@ -50,6 +50,9 @@ struct KVIndexSpec: Codable, Hashable, Sendable {
     var name: String
     var columns: [Int]
     var descending: [Bool]
+    /// Whether each entry holds the row's record after its id key (``KVTable/entryValue(_:idKey:record:)``),
+    /// so that a query through the index reads no row.
+    var covering: Bool? = nil
 }
 
 /// A table's definition as stored.
@@ -122,6 +125,32 @@ struct KVTable: Sendable {
         }
         key.append(contentsOf: idKey)
         return key
+    }
+
+    /// The value of an entry of `spec`: the id key, or for a covering index the id key's length (varint),
+    /// the id key and the row's record.
+    func entryValue(_ spec: KVIndexSpec, idKey: [UInt8], record: [UInt8]) -> [UInt8] {
+        guard spec.covering == true else { return idKey }
+        var value: [UInt8] = []
+        value.reserveCapacity(idKey.count + record.count + 3)
+        RecordCodec.appendVarint(UInt64(idKey.count), into: &value)
+        value.append(contentsOf: idKey)
+        value.append(contentsOf: record)
+        return value
+    }
+
+    /// The id key an entry's value names, and the record a covering entry holds.
+    func entryContents(_ spec: KVIndexSpec, _ value: [UInt8]) throws -> (idKey: [UInt8], record: ArraySlice<UInt8>?) {
+        guard spec.covering == true else { return (value, nil) }
+        return try value.withUnsafeBytes { raw in
+            var reader = ByteReader(raw)
+            let length: Int
+            do { length = try reader.length() } catch {
+                throw LocalStoreError(.corrupt, "the store is damaged: an entry of index '\(spec.name)' of table '\(schema.name)' is malformed", table: schema.name)
+            }
+            let start = reader.offset
+            return (Array(value[start..<start + length]), value[(start + length)...])
+        }
     }
 
     func encode(_ row: [Value]) -> [UInt8] { RecordCodec.encode(row, rowId: 0, layout: .tagsFirst) }

@@ -205,7 +205,8 @@ struct KVReads<Reader: OrderedKeyValueReader> {
 
     /// The rows the plan of `query` yields: a superset of its matches (see ``KVPlan``).
     func candidates(_ table: KVTable, _ query: ResolvedQuery) throws -> [[Value]] {
-        switch KVPlan.make(table, query) {
+        let plan = KVPlan.make(table, query)
+        switch plan {
         case .noRows:
             return []
         case .ids(let ids):
@@ -215,11 +216,11 @@ struct KVReads<Reader: OrderedKeyValueReader> {
                 guard seen.insert(key).inserted else { return nil }
                 return try row(table, idKey: key)
             }
-        case .ranges(_, let ranges):
+        case .ranges(let spec, let ranges):
             var rows: [[Value]] = []
             for range in ranges {
-                try reader.scan(from: range.lower, to: range.upper, reverse: false) { _, idKey in
-                    rows.append(try indexedRow(table, idKey))
+                try reader.scan(from: range.lower, to: range.upper, reverse: false) { _, value in
+                    rows.append(try indexedRow(table, spec, value))
                     return true
                 }
             }
@@ -229,7 +230,7 @@ struct KVReads<Reader: OrderedKeyValueReader> {
             var rows: [[Value]] = []
             var matched = 0
             var group: ArraySlice<UInt8>?
-            try reader.scan(from: range.lower, to: range.upper, reverse: reverse) { key, idKey in
+            try reader.scan(from: range.lower, to: range.upper, reverse: reverse) { key, value in
                 var end = start
                 for descending in spec.descending.prefix(groupComponents) {
                     end += KeyCodec.componentLength(key, at: end, descending: descending) ?? (key.count - end)
@@ -239,7 +240,7 @@ struct KVReads<Reader: OrderedKeyValueReader> {
                     if matched >= need { return false }
                     group = current
                 }
-                let row = try indexedRow(table, idKey)
+                let row = try indexedRow(table, spec, value)
                 if query.predicate.matches(row) {
                     rows.append(row)
                     matched += 1
@@ -258,7 +259,10 @@ struct KVReads<Reader: OrderedKeyValueReader> {
         }
     }
 
-    private func indexedRow(_ table: KVTable, _ idKey: [UInt8]) throws -> [Value] {
+    /// The row an index entry (its value) names: decoded from a covering entry, else read by id.
+    private func indexedRow(_ table: KVTable, _ spec: KVIndexSpec, _ value: [UInt8]) throws -> [Value] {
+        let (idKey, record) = try table.entryContents(spec, value)
+        if let record { return try record.withUnsafeBytes { try RecordCodec.decode($0, schema: table.schema).row } }
         guard let row = try row(table, idKey: idKey) else {
             throw LocalStoreError(.corrupt, "the store is damaged: an index entry of table '\(table.schema.name)' names no row", table: table.schema.name)
         }

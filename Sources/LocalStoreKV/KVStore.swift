@@ -61,14 +61,16 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
                 let old = try reads.row(table, idKey: idKey)
                 var row = old ?? Array(repeating: .null, count: schema.columns.count)
                 for assignment in item.assignments { row[assignment.column] = assignment.value }
+                let record = table.encode(row)
                 for spec in table.specs {
                     let newKey = table.entryKey(spec, row, idKey: idKey)
                     let oldKey = old.map { table.entryKey(spec, $0, idKey: idKey) }
-                    guard oldKey != newKey else { continue }
-                    if let oldKey { try delete(oldKey) }
-                    try put(newKey, idKey)
+                    // A covering entry holds the record: rewritten with every change of the row.
+                    guard oldKey != newKey || spec.covering == true else { continue }
+                    if let oldKey, oldKey != newKey { try delete(oldKey) }
+                    try put(newKey, table.entryValue(spec, idKey: idKey, record: record))
                 }
-                try put(KVKeys.row(table.number, idKey: idKey), table.encode(row))
+                try put(KVKeys.row(table.number, idKey: idKey), record)
             }
         }
         return (schema.name, prepared.map(\.id))
@@ -196,10 +198,19 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
     /// How often an observed store looks for commits of other store objects on the same engine.
     public static var externalChangePollInterval: Duration { .milliseconds(100) }
 
+    /// Whether the indexes this store creates are covering (see ``init(engine:systemTableNames:coveringIndexes:)``).
+    public let coveringIndexes: Bool
+
     /// Opens a store on `engine`, creating the system tables when they are missing.
-    public init(engine: Engine, systemTableNames: SystemTableNames = .default) throws {
+    ///
+    /// `coveringIndexes`: the indexes this store object creates hold each row's record in their entries,
+    /// so that a query through an index reads no row — for an engine whose point reads are costly (an
+    /// LSM tree such as RocksDB), at the price of writing every record once more per index. An index keeps
+    /// the kind it was created with.
+    public init(engine: Engine, systemTableNames: SystemTableNames = .default, coveringIndexes: Bool = false) throws {
         try systemTableNames.validate()
         self.engine = engine
+        self.coveringIndexes = coveringIndexes
         self.systemTableNames = systemTableNames
         let catalog = try engine.write { writer -> KVCatalog in
             var catalog = try KVCatalog.load(writer)
@@ -344,7 +355,8 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
                 for wanted in KVTable.wantedSpecs(merged)
                 where !specs.contains(where: { $0.columns == wanted.columns && $0.descending == wanted.descending }) {
                     let spec = KVIndexSpec(
-                        number: (specs.map(\.number).max() ?? 0) + 1, name: wanted.name, columns: wanted.columns, descending: wanted.descending)
+                        number: (specs.map(\.number).max() ?? 0) + 1, name: wanted.name, columns: wanted.columns, descending: wanted.descending,
+                        covering: coveringIndexes ? true : nil)
                     specs.append(spec)
                     added.append(spec)
                 }
@@ -358,10 +370,10 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
                     try writer.scan(from: prefix, to: KVPlan.end(of: prefix), reverse: false) { key, value in
                         let row = try table.decode(value)
                         let idKey = Array(key[prefix.count...])
-                        for spec in added { entries[table.entryKey(spec, row, idKey: idKey)] = idKey }
+                        for spec in added { entries[table.entryKey(spec, row, idKey: idKey)] = table.entryValue(spec, idKey: idKey, record: value) }
                         return true
                     }
-                    for (key, idKey) in entries { try writer.put(key, idKey) }
+                    for (key, value) in entries { try writer.put(key, value) }
                 }
                 catalog.version += 1
                 try KVCatalog.write(table.record, version: catalog.version, writer)
