@@ -858,29 +858,10 @@ final class MemTable {
         return [p]
     }
 
-    /// Whether `v` has the kind of this table's ids (so a key lookup finds exactly the equal rows).
-    private func idKind(_ v: Value) -> Bool {
-        switch (schema.idType, v) {
-        case (.string, .string), (.integer, .int): return true
-        default: return false
-        }
-    }
-
     func plan(for q: ResolvedQuery) -> Plan {
         let parts = MemTable.conjuncts(q.predicate)
         let idIndex = schema.idIndex
-        for p in parts {
-            switch p {
-            // Direct lookups only for literals of the id's own kind: `id == 1.0` on the integer id of the
-            // operations table matches id 1 numerically, which a key lookup would miss.
-            case .compare(.column(let n, _, _), .equal, .literal(let v, _), _) where n == idIndex && idKind(v):
-                return .ids([v])
-            case .compare(.literal(let v, _), .equal, .column(let n, _, _), _) where n == idIndex && idKind(v):
-                return .ids([v])
-            case .in(.column(let n, _, _), let vs, _) where n == idIndex && vs.allSatisfy(idKind): return .ids(vs)
-            default: continue
-            }
-        }
+        if let ids = schema.idLookup(parts) { return .ids(ids) }
         if let c = compoundCandidate(q, parts) {
             // A column index's best constraint scores 2 (equality) or 1 (range), doubled as above.
             let single = parts.lazy.compactMap { self.indexRanges($0) }.map { r in r.1.allSatisfy { $0.lower == $0.upper && $0.lowerInclusive } ? 4 : 2 }.max() ?? 0

@@ -797,3 +797,29 @@ package enum QueryFunctions {
         }
     }
 }
+
+extension TableSchema {
+    /// The ids a key lookup answers a query with, from its `conjuncts`: the literal of the first `id ==`
+    /// conjunct, or the literals of the first `id in` one, when they have the id's own kind (a string for a
+    /// string id, an integer for an integer one: `id == 1.0` on an integer id matches 1 numerically, which
+    /// a key lookup would miss); `nil` when no conjunct qualifies. Shared by the backends' planners.
+    package func idLookup(_ conjuncts: [ResolvedPredicate]) -> [Value]? {
+        let idIndex = self.idIndex
+        let idType = self.idType
+        func isIdKind(_ v: Value) -> Bool {
+            switch (idType, v) {
+            case (.string, .string), (.integer, .int): return true
+            default: return false
+            }
+        }
+        for p in conjuncts {
+            switch p {
+            case .compare(.column(let n, _, _), .equal, .literal(let v, _), _) where n == idIndex && isIdKind(v): return [v]
+            case .compare(.literal(let v, _), .equal, .column(let n, _, _), _) where n == idIndex && isIdKind(v): return [v]
+            case .in(.column(let n, _, _), let vs, _) where n == idIndex && vs.allSatisfy(isIdKind): return vs
+            default: continue
+            }
+        }
+        return nil
+    }
+}

@@ -62,14 +62,7 @@ enum KVPlan {
         let parts = conjuncts(query.predicate)
         if parts.contains(where: { if case .constant(false) = $0 { return true } else { return false } }) { return .noRows }
         let schema = table.schema
-        let idIndex = schema.idIndex
-        let idType = schema.idType
-        let isIdLiteral: (Value) -> Bool = { v in
-            switch (idType, v) {
-            case (.string, .string), (.integer, .int): return true
-            default: return false
-            }
-        }
+        if let ids = schema.idLookup(parts) { return .ids(ids) }
         var equal: [Int: [Value]] = [:]
         var lower: [Int: (Value, inclusive: Bool)] = [:]
         var upper: [Int: (Value, inclusive: Bool)] = [:]
@@ -84,12 +77,6 @@ enum KVPlan {
         }
         for p in parts {
             switch p {
-            case .compare(.column(let n, _, _), .equal, .literal(let v, _), _) where n == idIndex && isIdLiteral(v):
-                return .ids([v])
-            case .compare(.literal(let v, _), .equal, .column(let n, _, _), _) where n == idIndex && isIdLiteral(v):
-                return .ids([v])
-            case .in(.column(let n, _, _), let vs, _) where n == idIndex && vs.allSatisfy(isIdLiteral):
-                return .ids(vs)
             case .compare(.column(let n, let type, false), let op, .literal(let v, _), false):
                 record(n, type, op, v)
             case .compare(.literal(let v, _), let op, .column(let n, let type, false), false):

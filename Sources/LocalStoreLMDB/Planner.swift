@@ -137,26 +137,8 @@ struct QueryPlanner {
     func plan() throws -> QueryPlan {
         let parts = QueryPlanner.conjuncts(query.predicate)
         if parts.contains(where: { if case .constant(false) = $0 { return true } else { return false } }) { return .empty }
-        let idIndex = schema.idIndex
-        let idType = schema.idType
-        let idLiteralKind: (Value) -> Bool = { v in
-            switch (idType, v) {
-            case (.string, .string), (.integer, .int): return true
-            default: return false
-            }
-        }
         // 1. Point lookups by id.
-        for p in parts {
-            switch p {
-            case .compare(.column(let n, _, _), .equal, .literal(let v, _), _) where n == idIndex && idLiteralKind(v):
-                return .ids([v])
-            case .compare(.literal(let v, _), .equal, .column(let n, _, _), _) where n == idIndex && idLiteralKind(v):
-                return .ids([v])
-            case .in(.column(let n, _, _), let vs, _) where n == idIndex && vs.allSatisfy(idLiteralKind):
-                return .ids(vs)
-            default: continue
-            }
-        }
+        if let ids = schema.idLookup(parts) { return .ids(ids) }
         // 2. Key ranges: the index (or primary) with the best constraint; between equal constraints, one
         // whose order answers the sort.
         let sortFirst = query.sort.first
