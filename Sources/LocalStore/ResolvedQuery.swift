@@ -823,3 +823,15 @@ extension TableSchema {
         return nil
     }
 }
+
+extension ResolvedPredicate {
+    /// The conjuncts of the predicate: nested `and`s flattened, `true` dropped (a planner looks for
+    /// constraints among them). Shared by the LMDB and key-value planners.
+    package var conjuncts: [ResolvedPredicate] {
+        switch self {
+        case .and(let ps): return ps.flatMap(\.conjuncts)
+        case .constant(true): return []
+        default: return [self]
+        }
+    }
+}

@@ -168,24 +168,23 @@ struct KVCatalog: Sendable {
         return t
     }
 
-    static func readVersion(_ reader: some OrderedKeyValueReader) throws -> UInt64 {
-        guard let bytes = try reader.get(KVKeys.version) else { return 0 }
+    /// The 8-byte big-endian number under `key` (the catalog version, the commit counter); 0 when absent.
+    static func readNumber(_ key: [UInt8], _ reader: some OrderedKeyValueReader) throws -> UInt64 {
+        guard let bytes = try reader.get(key) else { return 0 }
         return KeyCodec.readBigEndian(bytes[...])
     }
 
-    static func readCounter(_ reader: some OrderedKeyValueReader) throws -> UInt64 {
-        guard let bytes = try reader.get(KVKeys.commits) else { return 0 }
-        return KeyCodec.readBigEndian(bytes[...])
-    }
-
-    static func writeCounter(_ value: UInt64, _ writer: some OrderedKeyValueWriter) throws {
+    static func writeNumber(_ value: UInt64, _ key: [UInt8], _ writer: some OrderedKeyValueWriter) throws {
         var bytes: [UInt8] = []
         KeyCodec.appendBigEndian(value, into: &bytes)
-        try writer.put(KVKeys.commits, bytes)
+        try writer.put(key, bytes)
     }
 
+    /// The number the next new table gets.
+    var nextTableNumber: UInt32 { (tables.values.map(\.number).max() ?? 0) + 1 }
+
     static func load(_ reader: some OrderedKeyValueReader) throws -> KVCatalog {
-        var catalog = KVCatalog(version: try readVersion(reader))
+        var catalog = KVCatalog(version: try readNumber(KVKeys.version, reader))
         let decoder = JSONDecoder()
         try reader.scan(from: KVKeys.tablePrefix, to: KVKeys.end(of: KVKeys.tablePrefix), reverse: false) { _, value in
             let record: KVTableRecord
@@ -206,8 +205,6 @@ struct KVCatalog: Sendable {
         let data: Data
         do { data = try encoder.encode(record) } catch { throw LocalStoreError(.internal, "cannot encode the definition of '\(record.name)': \(error)") }
         try writer.put(KVKeys.table(Identifier.fold(record.name)), Array(data))
-        var v: [UInt8] = []
-        KeyCodec.appendBigEndian(version, into: &v)
-        try writer.put(KVKeys.version, v)
+        try writeNumber(version, KVKeys.version, writer)
     }
 }

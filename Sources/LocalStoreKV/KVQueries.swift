@@ -32,14 +32,6 @@ enum KVPlan {
     /// At most this many ranges from the Cartesian product of `in` lists.
     static let maximumRanges = 256
 
-    static func conjuncts(_ p: ResolvedPredicate) -> [ResolvedPredicate] {
-        switch p {
-        case .and(let ps): return ps.flatMap(conjuncts)
-        case .constant(true): return []
-        default: return [p]
-        }
-    }
-
     /// `value` as a bound on a column of `type`, with whether it had to be converted (a converted bound
     /// is made inclusive, so that rounding never drops a match); `nil` when the index cannot be used.
     static func bound(_ value: Value, on type: ColumnType) -> (Value, converted: Bool)? {
@@ -59,7 +51,7 @@ enum KVPlan {
 
     /// Chooses the plan of `query` on `table`.
     static func make(_ table: KVTable, _ query: ResolvedQuery) -> KVPlan {
-        let parts = conjuncts(query.predicate)
+        let parts = query.predicate.conjuncts
         if parts.contains(where: { if case .constant(false) = $0 { return true } else { return false } }) { return .noRows }
         let schema = table.schema
         if let ids = schema.idLookup(parts) { return .ids(ids) }

@@ -212,19 +212,18 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
         self.engine = engine
         self.coveringIndexes = coveringIndexes
         self.systemTableNames = systemTableNames
-        let catalog = try engine.write { writer -> KVCatalog in
+        let (catalog, counter) = try engine.write { writer -> (KVCatalog, UInt64) in
             var catalog = try KVCatalog.load(writer)
             for schema in systemTableNames.schemas where catalog.tables[Identifier.fold(schema.name)] == nil {
-                let number = (catalog.tables.values.map(\.number).max() ?? 0) + 1
-                let record = KVTableRecord(number: number, schema: schema, specs: [])
+                let record = KVTableRecord(number: catalog.nextTableNumber, schema: schema, specs: [])
                 catalog.version += 1
                 try KVCatalog.write(record, version: catalog.version, writer)
                 catalog.tables[Identifier.fold(schema.name)] = KVTable(record)
             }
-            return catalog
+            return (catalog, try KVCatalog.readNumber(KVKeys.commits, writer))
         }
         cachedCatalog = catalog
-        lastSeenCommit = try engine.read { try KVCatalog.readCounter($0) }
+        lastSeenCommit = counter
         changeCenter.setExternalChangeProbe(interval: Self.externalChangePollInterval) { [weak self] baseline in
             self?.probeCommits(baseline: baseline)
         }
@@ -239,7 +238,7 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
         }
         defer { if !baseline { writeLock.unlock() } }
         let changed = lock.withLock { () -> Bool in
-            guard !isClosed, let counter = try? engine.read({ try KVCatalog.readCounter($0) }) else { return false }
+            guard !isClosed, let counter = try? engine.read({ try KVCatalog.readNumber(KVKeys.commits, $0) }) else { return false }
             defer { lastSeenCommit = counter }
             return !baseline && counter != lastSeenCommit
         }
@@ -270,7 +269,7 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
 
     /// The catalog as of `reader`'s snapshot (reloaded when a definition changed it, here or elsewhere).
     private func catalog(_ reader: some OrderedKeyValueReader) throws -> KVCatalog {
-        let version = try KVCatalog.readVersion(reader)
+        let version = try KVCatalog.readNumber(KVKeys.version, reader)
         let cached = lock.withLock { cachedCatalog }
         if cached.version == version { return cached }
         let loaded = try KVCatalog.load(reader)
@@ -325,8 +324,8 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
                 let result = try body(transaction)
                 if let failure = writes.failure { throw failure }
                 changes = transaction.changes
-                counter = try KVCatalog.readCounter(writer)
-                try KVCatalog.writeCounter(counter + 1, writer)
+                counter = try KVCatalog.readNumber(KVKeys.commits, writer)
+                try KVCatalog.writeNumber(counter + 1, KVKeys.commits, writer)
                 return result
             }
             // After the commit, still holding the write lock: first what other store objects committed.
@@ -361,7 +360,7 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
                     added.append(spec)
                 }
                 if let existing, existing.schema == merged, added.isEmpty { return }
-                let number = existing?.number ?? ((catalog.tables.values.map(\.number).max() ?? 0) + 1)
+                let number = existing?.number ?? catalog.nextTableNumber
                 let table = KVTable(KVTableRecord(number: number, schema: merged, specs: specs))
                 if existing != nil, !added.isEmpty {
                     // Index the rows already there.

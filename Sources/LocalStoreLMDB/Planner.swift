@@ -126,16 +126,8 @@ struct QueryPlanner {
     /// The most Cartesian-product ranges a composite index lookup may expand to.
     static let maximumRanges = 1024
 
-    static func conjuncts(_ p: ResolvedPredicate) -> [ResolvedPredicate] {
-        switch p {
-        case .and(let ps): return ps.flatMap(conjuncts)
-        case .constant(true): return []
-        default: return [p]
-        }
-    }
-
     func plan() throws -> QueryPlan {
-        let parts = QueryPlanner.conjuncts(query.predicate)
+        let parts = query.predicate.conjuncts
         if parts.contains(where: { if case .constant(false) = $0 { return true } else { return false } }) { return .empty }
         // 1. Point lookups by id.
         if let ids = schema.idLookup(parts) { return .ids(ids) }
