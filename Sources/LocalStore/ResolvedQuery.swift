@@ -128,35 +128,59 @@ public struct ResolvedQuery: Sendable {
     /// The rows of `rows` this query returns (filtered, ordered, skipped and cut, not projected) and
     /// the number of all matches.
     public func select<S: Sequence>(_ rows: S) -> (rows: [[Value]], count: Int) where S.Element == [Value] {
+        order(rows.lazy.filter { predicate.matches($0) })
+    }
+
+    /// ``apply(to:)`` for rows a backend already filtered: every row of `matching` matches the predicate.
+    package func apply(toMatching matching: [[Value]]) -> ReadResult {
+        let selected = order(matching)
+        return ReadResult(items: items(selected.rows), totalCount: includeTotalCount ? selected.count : nil)
+    }
+
+    /// Orders, skips and cuts `matching` (rows that match), with their count.
+    ///
+    /// With `top` set only `skip + top` rows are kept: while the rows arrive in order (an index walked
+    /// in the sort's order) they are kept as they come and compared once each; from the first row out
+    /// of order on, in a bounded heap.
+    package func order<S: Sequence>(_ matching: S) -> (rows: [[Value]], count: Int) where S.Element == [Value] {
         var count = 0
         if let top {
             let limit = skip.addingReportingOverflow(top)
             if !limit.overflow, limit.partialValue == 0 {
-                if includeTotalCount { for row in rows where predicate.matches(row) { count += 1 } }
+                if includeTotalCount { for _ in matching { count += 1 } }
                 return ([], count)
             }
             if !limit.overflow {
                 let k = limit.partialValue
+                var inOrder: [[Value]] = []
                 var heap = Heap<HeapEntry>()
-                var sequence = 0
-                for row in rows where predicate.matches(row) {
-                    count += 1
-                    let entry = HeapEntry(row: row, sort: sort, sequence: sequence)
-                    sequence += 1
+                var ordered = true
+                for row in matching {
+                    defer { count += 1 }
+                    if ordered {
+                        // A row not before the last kept one cannot displace it (ties keep arrival order).
+                        guard let last = inOrder.last, compareRows(row, last) < 0 else {
+                            if inOrder.count < k { inOrder.append(row) }
+                            continue
+                        }
+                        ordered = false
+                        for (i, r) in inOrder.enumerated() { heap.insert(HeapEntry(row: r, sort: sort, sequence: i)) }
+                    }
+                    let entry = HeapEntry(row: row, sort: sort, sequence: count)
                     if heap.count < k {
                         heap.insert(entry)
                     } else if let worst = heap.max, entry < worst {
                         _ = heap.replaceMax(with: entry)
                     }
                 }
+                if ordered { return (Array(inOrder.dropFirst(skip)), count) }
                 var kept: [[Value]] = []
                 kept.reserveCapacity(heap.count)
                 while let e = heap.popMin() { kept.append(e.row) }
                 return (Array(kept.dropFirst(skip)), count)
             }
         }
-        var matched: [[Value]] = []
-        for row in rows where predicate.matches(row) { matched.append(row) }
+        var matched = Array(matching)
         count = matched.count
         matched.sort { compareRows($0, $1) < 0 }
         var result = matched.dropFirst(skip)

@@ -34,8 +34,14 @@ public protocol OrderedKeyValueReader {
     func get(_ key: [UInt8]) throws -> [UInt8]?
     /// Calls `body` with every entry whose key is at least `lower` and below `upper` (no upper bound when
     /// `nil`), in key order — descending when `reverse` — until `body` returns `false`.
-    func scan(from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: (_ key: [UInt8], _ value: [UInt8]) throws -> Bool)
-        throws
+    ///
+    /// The key and value are lent to `body`: valid only until it returns (an engine can pass its own
+    /// buffers, such as a cursor's current entry, without copying). `KVStore` copies what it keeps and
+    /// never writes from inside `body`.
+    func scan(
+        from lower: [UInt8], to upper: [UInt8]?, reverse: Bool,
+        _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
+    ) throws
 }
 
 /// The writes of a write transaction.

@@ -47,15 +47,19 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
     }
 
     static func scan(
-        _ entries: [Entry], from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: ([UInt8], [UInt8]) throws -> Bool
+        _ entries: [Entry], from lower: [UInt8], to upper: [UInt8]?, reverse: Bool,
+        _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
     ) rethrows {
+        func call(_ i: Int) throws -> Bool {
+            try entries[i].key.withUnsafeBytes { k in try entries[i].value.withUnsafeBytes { v in try body(k, v) } }
+        }
         let start = lowerBound(entries, lower)
         let end = upper.map { lowerBound(entries, $0) } ?? entries.count
         guard start < end else { return }
         if reverse {
-            for i in (start..<end).reversed() where try !body(entries[i].key, entries[i].value) { return }
+            for i in (start..<end).reversed() where try !call(i) { return }
         } else {
-            for i in start..<end where try !body(entries[i].key, entries[i].value) { return }
+            for i in start..<end where try !call(i) { return }
         }
     }
 
@@ -66,7 +70,7 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
         public func get(_ key: [UInt8]) throws -> [UInt8]? { InMemoryKVEngine.value(entries, key) }
 
         public func scan(
-            from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: ([UInt8], [UInt8]) throws -> Bool
+            from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
         ) throws {
             try InMemoryKVEngine.scan(entries, from: lower, to: upper, reverse: reverse, body)
         }
@@ -81,7 +85,7 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
         public func get(_ key: [UInt8]) throws -> [UInt8]? { InMemoryKVEngine.value(entries, key) }
 
         public func scan(
-            from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: ([UInt8], [UInt8]) throws -> Bool
+            from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
         ) throws {
             // A copy: the body may write while it scans.
             let current = entries

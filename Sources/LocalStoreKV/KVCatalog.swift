@@ -139,23 +139,28 @@ struct KVTable: Sendable {
         return value
     }
 
-    /// The id key an entry's value names, and the record a covering entry holds.
-    func entryContents(_ spec: KVIndexSpec, _ value: [UInt8]) throws -> (idKey: [UInt8], record: ArraySlice<UInt8>?) {
-        guard spec.covering == true else { return (value, nil) }
-        return try value.withUnsafeBytes { raw in
-            var reader = ByteReader(raw)
-            let length: Int
-            do { length = try reader.length() } catch {
-                throw LocalStoreError(.corrupt, "the store is damaged: an entry of index '\(spec.name)' of table '\(schema.name)' is malformed", table: schema.name)
+    /// The row an index entry of `spec` names (`value`, lent by a scan): decoded from a covering entry's
+    /// record, else read by its id key with `read`.
+    func indexedRow(_ spec: KVIndexSpec, _ value: UnsafeRawBufferPointer, read: ([UInt8]) throws -> [Value]?) throws -> [Value] {
+        guard spec.covering == true else {
+            guard let row = try read(Array(value)) else {
+                throw LocalStoreError(.corrupt, "the store is damaged: an index entry of table '\(schema.name)' names no row", table: schema.name)
             }
-            let start = reader.offset
-            return (Array(value[start..<start + length]), value[(start + length)...])
+            return row
         }
+        var reader = ByteReader(value)
+        let length: Int
+        do { length = try reader.length() } catch {
+            throw LocalStoreError(.corrupt, "the store is damaged: an entry of index '\(spec.name)' of table '\(schema.name)' is malformed", table: schema.name)
+        }
+        return try decode(UnsafeRawBufferPointer(rebasing: value[(reader.offset + length)...]))
     }
 
     func encode(_ row: [Value]) -> [UInt8] { RecordCodec.encode(row, rowId: 0, layout: .tagsFirst) }
 
     func decode(_ bytes: [UInt8]) throws -> [Value] { try RecordCodec.decode(bytes, schema: schema).row }
+
+    func decode(_ bytes: UnsafeRawBufferPointer) throws -> [Value] { try RecordCodec.decode(bytes, schema: schema).row }
 }
 
 /// The definitions of all tables, by folded name, and the version they were read at.

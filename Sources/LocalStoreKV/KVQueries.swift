@@ -174,7 +174,7 @@ struct KVReads<Reader: OrderedKeyValueReader> {
     func read(_ query: Query) throws -> ReadResult {
         let table = try catalog.table(query.table)
         let resolved = try ResolvedQuery(query, schema: table.schema)
-        return resolved.apply(to: try candidates(table, resolved))
+        return resolved.apply(toMatching: try matches(table, resolved))
     }
 
     func accessPath(_ query: Query) throws -> QueryAccessPath {
@@ -182,69 +182,53 @@ struct KVReads<Reader: OrderedKeyValueReader> {
         return KVPlan.make(table, try ResolvedQuery(query, schema: table.schema)).accessPath
     }
 
-    /// The rows the plan of `query` yields: a superset of its matches (see ``KVPlan``).
-    func candidates(_ table: KVTable, _ query: ResolvedQuery) throws -> [[Value]] {
-        let plan = KVPlan.make(table, query)
-        switch plan {
+    /// The rows matching `query` that its plan yields: all of them, except that a walk stops after the
+    /// group in which `need` matches are out (see ``KVPlan``).
+    func matches(_ table: KVTable, _ query: ResolvedQuery) throws -> [[Value]] {
+        var rows: [[Value]] = []
+        func add(_ row: [Value]) {
+            if query.predicate.matches(row) { rows.append(row) }
+        }
+        switch KVPlan.make(table, query) {
         case .noRows:
-            return []
+            break
         case .ids(let ids):
             var seen = Set<[UInt8]>()
-            return try ids.compactMap { id in
+            for id in ids {
                 let key = KeyCodec.idKey(id)
-                guard seen.insert(key).inserted else { return nil }
-                return try row(table, idKey: key)
+                guard seen.insert(key).inserted, let row = try row(table, idKey: key) else { continue }
+                add(row)
             }
         case .ranges(let spec, let ranges):
-            var rows: [[Value]] = []
             for range in ranges {
                 try reader.scan(from: range.lower, to: range.upper, reverse: false) { _, value in
-                    rows.append(try indexedRow(table, spec, value))
+                    add(try table.indexedRow(spec, value, read: { try row(table, idKey: $0) }))
                     return true
                 }
             }
-            return rows
         case .walk(let spec, let range, let reverse, let need, let groupComponents):
             let start = KVKeys.index(table.number, spec.number).count
-            var rows: [[Value]] = []
-            var matched = 0
-            var group: ArraySlice<UInt8>?
+            var group: [UInt8] = []
             try reader.scan(from: range.lower, to: range.upper, reverse: reverse) { key, value in
                 var end = start
                 for descending in spec.descending.prefix(groupComponents) {
                     end += KeyCodec.componentLength(key, at: end, descending: descending) ?? (key.count - end)
                 }
-                let current = key[start..<min(key.count, end)]
-                if current != group {
-                    if matched >= need { return false }
-                    group = current
+                let current = UnsafeRawBufferPointer(rebasing: key[start..<min(key.count, end)])
+                if !current.elementsEqual(group) {
+                    if rows.count >= need { return false }
+                    group = Array(current)
                 }
-                let row = try indexedRow(table, spec, value)
-                if query.predicate.matches(row) {
-                    rows.append(row)
-                    matched += 1
-                }
+                add(try table.indexedRow(spec, value, read: { try row(table, idKey: $0) }))
                 return true
             }
-            return rows
         case .scan:
             let prefix = KVKeys.rows(table.number)
-            var rows: [[Value]] = []
             try reader.scan(from: prefix, to: KVPlan.end(of: prefix), reverse: false) { _, value in
-                rows.append(try table.decode(value))
+                add(try table.decode(value))
                 return true
             }
-            return rows
         }
-    }
-
-    /// The row an index entry (its value) names: decoded from a covering entry, else read by id.
-    private func indexedRow(_ table: KVTable, _ spec: KVIndexSpec, _ value: [UInt8]) throws -> [Value] {
-        let (idKey, record) = try table.entryContents(spec, value)
-        if let record { return try record.withUnsafeBytes { try RecordCodec.decode($0, schema: table.schema).row } }
-        guard let row = try row(table, idKey: idKey) else {
-            throw LocalStoreError(.corrupt, "the store is damaged: an index entry of table '\(table.schema.name)' names no row", table: table.schema.name)
-        }
-        return row
+        return rows
     }
 }

@@ -86,7 +86,7 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
     func delete(matching query: Query) throws -> (table: String, count: Int) {
         let table = try catalog.table(query.table)
         let resolved = try ResolvedQuery(query, schema: table.schema)
-        let matches = resolved.select(try reads.candidates(table, resolved)).rows
+        let matches = resolved.order(try reads.matches(table, resolved)).rows
         try atomically {
             for row in matches { _ = try deleteRow(table, idKey: KeyCodec.idKey(row[table.schema.idIndex])) }
         }
@@ -369,7 +369,8 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
                     try writer.scan(from: prefix, to: KVPlan.end(of: prefix), reverse: false) { key, value in
                         let row = try table.decode(value)
                         let idKey = Array(key[prefix.count...])
-                        for spec in added { entries[table.entryKey(spec, row, idKey: idKey)] = table.entryValue(spec, idKey: idKey, record: value) }
+                        let record = Array(value)
+                        for spec in added { entries[table.entryKey(spec, row, idKey: idKey)] = table.entryValue(spec, idKey: idKey, record: record) }
                         return true
                     }
                     for (key, value) in entries { try writer.put(key, value) }

@@ -145,13 +145,15 @@ public final class RocksDBEngine: OrderedKeyValueEngine, @unchecked Sendable {  
             return Array(UnsafeRawBufferPointer(start: value, count: length))
         }
 
-        public func scan(from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: ([UInt8], [UInt8]) throws -> Bool) throws {
+        public func scan(
+            from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+        ) throws {
             let iterator = transaction.map { rocksdb_transaction_create_iterator($0, options) } ?? rocksdb_transactiondb_create_iterator(db, options)
             defer { rocksdb_iter_destroy(iterator) }
-            func bytes(_ get: (UnsafeMutablePointer<Int>) -> UnsafePointer<CChar>?) -> [UInt8] {
+            // The iterator's current entry, lent: valid until the iterator moves.
+            func bytes(_ get: (UnsafeMutablePointer<Int>) -> UnsafePointer<CChar>?) -> UnsafeRawBufferPointer {
                 var length = 0
-                guard let p = get(&length) else { return [] }
-                return Array(UnsafeRawBufferPointer(start: p, count: length))
+                return UnsafeRawBufferPointer(start: get(&length), count: length)
             }
             let seek = { (key: [UInt8], previous: Bool) in
                 key.withUnsafeBufferPointer { k in
@@ -164,7 +166,7 @@ public final class RocksDBEngine: OrderedKeyValueEngine, @unchecked Sendable {  
                 seek(lower, false)
             } else if let upper {
                 seek(upper, true)
-                if rocksdb_iter_valid(iterator) != 0, bytes({ rocksdb_iter_key(iterator, $0) }) == upper { rocksdb_iter_prev(iterator) }
+                if rocksdb_iter_valid(iterator) != 0, bytes({ rocksdb_iter_key(iterator, $0) }).elementsEqual(upper) { rocksdb_iter_prev(iterator) }
             } else {
                 rocksdb_iter_seek_to_last(iterator)
             }
