@@ -91,10 +91,13 @@ struct KVTableRecord: Codable, Sendable {
 struct KVTable: Sendable {
     let record: KVTableRecord
     let schema: TableSchema
+    /// Builds the items of reads by id (every column) from records.
+    let wholeRows: RecordItemBuilder
 
     init(_ record: KVTableRecord) {
         self.record = record
         schema = record.schema
+        wholeRows = RecordItemBuilder(schema: schema)
     }
 
     var number: UInt32 { record.number }
@@ -139,21 +142,23 @@ struct KVTable: Sendable {
         return value
     }
 
-    /// The row an index entry of `spec` names (`value`, lent by a scan): decoded from a covering entry's
-    /// record, else read by its id key with `read`.
-    func indexedRow(_ spec: KVIndexSpec, _ value: UnsafeRawBufferPointer, read: ([UInt8]) throws -> [Value]?) throws -> [Value] {
+    /// Calls `body` with the record of the row an index entry of `spec` names (`value`, lent by a
+    /// scan): a covering entry's own, else the row's, which `read` gets by its key.
+    func withEntryRecord<R>(
+        _ spec: KVIndexSpec, _ value: UnsafeRawBufferPointer, read: ([UInt8]) throws -> [UInt8]?, _ body: (UnsafeRawBufferPointer) throws -> R
+    ) throws -> R {
         guard spec.covering == true else {
-            guard let row = try read(Array(value)) else {
+            guard let record = try read(KVKeys.row(number, idKey: Array(value))) else {
                 throw LocalStoreError(.corrupt, "the store is damaged: an index entry of table '\(schema.name)' names no row", table: schema.name)
             }
-            return row
+            return try record.withUnsafeBytes(body)
         }
         var reader = ByteReader(value)
         let length: Int
         do { length = try reader.length() } catch {
             throw LocalStoreError(.corrupt, "the store is damaged: an entry of index '\(spec.name)' of table '\(schema.name)' is malformed", table: schema.name)
         }
-        return try decode(UnsafeRawBufferPointer(rebasing: value[(reader.offset + length)...]))
+        return try body(UnsafeRawBufferPointer(rebasing: value[(reader.offset + length)...]))
     }
 
     func encode(_ row: [Value]) -> [UInt8] { RecordCodec.encode(row, rowId: 0, layout: .tagsFirst) }

@@ -12,7 +12,9 @@ enum KVPlan {
     /// One range of an index walked in key order (reversed when `reverse`), stopping once `need` matches
     /// are out and the group they end in is complete: a group is the entries equal in the first
     /// `groupComponents` components (the range's equalities, then the component the sort is on).
-    case walk(KVIndexSpec, KeyRange, reverse: Bool, need: Int, groupComponents: Int)
+    /// `exact`: every entry of the range matches the predicate (it is the range's equalities and
+    /// nothing else), so the entries need no test.
+    case walk(KVIndexSpec, KeyRange, reverse: Bool, need: Int, groupComponents: Int, exact: Bool)
     case scan
 
     struct KeyRange: Hashable {
@@ -24,7 +26,7 @@ enum KVPlan {
         switch self {
         case .noRows: return .noRows
         case .ids: return .primaryKey
-        case .ranges(let spec, _), .walk(let spec, _, _, _, _): return .index(spec.name)
+        case .ranges(let spec, _), .walk(let spec, _, _, _, _, _): return .index(spec.name)
         case .scan: return .fullScan
         }
     }
@@ -83,7 +85,7 @@ enum KVPlan {
             }
         }
 
-        var best: (spec: KVIndexSpec, ranges: [KeyRange], score: Int, equalities: Int)?
+        var best: (spec: KVIndexSpec, ranges: [KeyRange], score: Int, equalities: Int, hasRange: Bool)?
         for spec in table.specs {
             var prefixes = [KVKeys.index(table.number, spec.number)]
             var equalities = 0
@@ -124,10 +126,26 @@ enum KVPlan {
                 let to = high.map { $0.inclusive ? end(of: key($0.0)) : key($0.0) } ?? end(of: p)
                 ranges.insert(KeyRange(lower: from, upper: to))
             }
-            best = (spec, ranges.sorted { $0.lower.lexicographicallyPrecedes($1.lower) }, score, equalities)
+            best = (spec, ranges.sorted { $0.lower.lexicographicallyPrecedes($1.lower) }, score, equalities, range != nil)
         }
         if let best {
-            if best.ranges.count == 1, let walk = walk(query, best.spec, best.ranges[0], equalities: best.equalities) { return walk }
+            if best.ranges.count == 1, let walk = walk(query, best.spec, best.ranges[0], equalities: best.equalities) {
+                // Exact when every conjunct is one of the range's equalities (no conversion, no other value).
+                let fixed = Set(best.spec.columns.prefix(best.equalities))
+                let exact = !best.hasRange && parts.allSatisfy { p in
+                    switch p {
+                    case .compare(.column(let n, let type, false), .equal, .literal(let v, _), false),
+                        .compare(.literal(let v, _), .equal, .column(let n, let type, false), false):
+                        guard fixed.contains(n), let (b, converted) = bound(v, on: type), !converted else { return false }
+                        return equal[n] == [b]
+                    case .isNull(.column(let n, _, _)):
+                        return fixed.contains(n) && equal[n] == [.null]
+                    default:
+                        return false
+                    }
+                }
+                return exact ? walk.exactly : walk
+            }
             return .ranges(best.spec, best.ranges)
         }
         // A top list sorted on the first column of an index: walk the whole index.
@@ -149,7 +167,14 @@ enum KVPlan {
         let need = query.skip.addingReportingOverflow(top)
         guard !need.overflow else { return nil }
         return .walk(
-            spec, range, reverse: key.descending != spec.descending[equalities], need: need.partialValue, groupComponents: equalities + 1)
+            spec, range, reverse: key.descending != spec.descending[equalities], need: need.partialValue, groupComponents: equalities + 1,
+            exact: false)
+    }
+
+    /// This walk, marked exact.
+    var exactly: KVPlan {
+        guard case .walk(let spec, let range, let reverse, let need, let groupComponents, _) = self else { return self }
+        return .walk(spec, range, reverse: reverse, need: need, groupComponents: groupComponents, exact: true)
     }
 }
 
@@ -167,14 +192,63 @@ struct KVReads<Reader: OrderedKeyValueReader> {
     func read(table name: String, id: Value) throws -> Item? {
         let table = try catalog.table(name)
         try table.schema.checkId(id)
-        guard let row = try row(table, idKey: KeyCodec.idKey(id)) else { return nil }
-        return try ResolvedQuery(Query(name), schema: table.schema).project(row)
+        guard let record = try reader.get(KVKeys.row(table.number, idKey: KeyCodec.idKey(id))) else { return nil }
+        return try record.withUnsafeBytes { try table.wholeRows.item($0) }
     }
 
     func read(_ query: Query) throws -> ReadResult {
         let table = try catalog.table(query.table)
         let resolved = try ResolvedQuery(query, schema: table.schema)
-        return resolved.apply(toMatching: try matches(table, resolved))
+        let plan = KVPlan.make(table, resolved)
+        if case .walk(let spec, let range, let reverse, let need, let groupComponents, exact: true) = plan,
+            let items = try exactWalk(table, resolved, spec, range, reverse: reverse, need: need, groupComponents: groupComponents)
+        {
+            return ReadResult(items: items, totalCount: nil)
+        }
+        return resolved.apply(toMatching: try matches(table, resolved, plan))
+    }
+
+    /// The length of the first `components` components of an index entry's key, after the index's prefix
+    /// (`start` bytes).
+    static func groupEnd(_ key: UnsafeRawBufferPointer, start: Int, _ spec: KVIndexSpec, components: Int) -> Int {
+        var end = start
+        for descending in spec.descending.prefix(components) {
+            end += KeyCodec.componentLength(key, at: end, descending: descending) ?? (key.count - end)
+        }
+        return min(key.count, end)
+    }
+
+    /// The items of an exact walk (every entry matches), built from its entries' records without a
+    /// decoded row, or `nil` when two of the entries it reads tie on the sort's component: the walk
+    /// orders those by id key, which is not the evaluator's id order in every case (a reversed walk,
+    /// NOCASE ids holding a NUL), so the shared evaluator orders them instead.
+    func exactWalk(
+        _ table: KVTable, _ query: ResolvedQuery, _ spec: KVIndexSpec, _ range: KVPlan.KeyRange, reverse: Bool, need: Int, groupComponents: Int
+    ) throws -> [Item]? {
+        let start = KVKeys.index(table.number, spec.number).count
+        var records: [UInt8] = []
+        var spans: [Range<Int>] = []
+        var group: [UInt8] = []
+        var tie = false
+        try reader.scan(from: range.lower, to: range.upper, reverse: reverse) { key, value in
+            let current = UnsafeRawBufferPointer(rebasing: key[start..<Self.groupEnd(key, start: start, spec, components: groupComponents)])
+            if current.elementsEqual(group) {
+                tie = true
+                return false
+            }
+            if spans.count >= need { return false }
+            group = Array(current)
+            try table.withEntryRecord(spec, value, read: reader.get) { record in
+                spans.append(records.count..<records.count + record.count)
+                records.append(contentsOf: record)
+            }
+            return true
+        }
+        if tie { return nil }
+        let taken = spans.dropFirst(query.skip)
+        return try records.withUnsafeBytes { bytes in
+            try RecordItemBuilder(query).items(count: taken.count) { UnsafeRawBufferPointer(rebasing: bytes[taken[taken.startIndex + $0]]) }
+        }
     }
 
     func accessPath(_ query: Query) throws -> QueryAccessPath {
@@ -184,12 +258,15 @@ struct KVReads<Reader: OrderedKeyValueReader> {
 
     /// The rows matching `query` that its plan yields: all of them, except that a walk stops after the
     /// group in which `need` matches are out (see ``KVPlan``).
-    func matches(_ table: KVTable, _ query: ResolvedQuery) throws -> [[Value]] {
+    func matches(_ table: KVTable, _ query: ResolvedQuery, _ plan: KVPlan) throws -> [[Value]] {
         var rows: [[Value]] = []
         func add(_ row: [Value]) {
             if query.predicate.matches(row) { rows.append(row) }
         }
-        switch KVPlan.make(table, query) {
+        func indexedRow(_ spec: KVIndexSpec, _ value: UnsafeRawBufferPointer) throws -> [Value] {
+            try table.withEntryRecord(spec, value, read: reader.get) { try table.decode($0) }
+        }
+        switch plan {
         case .noRows:
             break
         case .ids(let ids):
@@ -202,24 +279,20 @@ struct KVReads<Reader: OrderedKeyValueReader> {
         case .ranges(let spec, let ranges):
             for range in ranges {
                 try reader.scan(from: range.lower, to: range.upper, reverse: false) { _, value in
-                    add(try table.indexedRow(spec, value, read: { try row(table, idKey: $0) }))
+                    add(try indexedRow(spec, value))
                     return true
                 }
             }
-        case .walk(let spec, let range, let reverse, let need, let groupComponents):
+        case .walk(let spec, let range, let reverse, let need, let groupComponents, _):
             let start = KVKeys.index(table.number, spec.number).count
             var group: [UInt8] = []
             try reader.scan(from: range.lower, to: range.upper, reverse: reverse) { key, value in
-                var end = start
-                for descending in spec.descending.prefix(groupComponents) {
-                    end += KeyCodec.componentLength(key, at: end, descending: descending) ?? (key.count - end)
-                }
-                let current = UnsafeRawBufferPointer(rebasing: key[start..<min(key.count, end)])
+                let current = UnsafeRawBufferPointer(rebasing: key[start..<Self.groupEnd(key, start: start, spec, components: groupComponents)])
                 if !current.elementsEqual(group) {
                     if rows.count >= need { return false }
                     group = Array(current)
                 }
-                add(try table.indexedRow(spec, value, read: { try row(table, idKey: $0) }))
+                add(try indexedRow(spec, value))
                 return true
             }
         case .scan:

@@ -86,7 +86,7 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
     func delete(matching query: Query) throws -> (table: String, count: Int) {
         let table = try catalog.table(query.table)
         let resolved = try ResolvedQuery(query, schema: table.schema)
-        let matches = resolved.order(try reads.matches(table, resolved)).rows
+        let matches = resolved.order(try reads.matches(table, resolved, KVPlan.make(table, resolved))).rows
         try atomically {
             for row in matches { _ = try deleteRow(table, idKey: KeyCodec.idKey(row[table.schema.idIndex])) }
         }

@@ -230,7 +230,7 @@ public enum RecordCodec {
     /// Decodes a record value by value, checking each exactly as `decode(_:schema:)` does, and hands
     /// every stored column's value to `body` with its position (in order; the columns a short record
     /// lacks are null and not handed over). Returns the record's row number. Callers that build
-    /// something other than a `[Value]` row (an item, `ItemBuilder` (LMDB)) decode without the row.
+    /// something other than a `[Value]` row (an item, `RecordItemBuilder` (LMDB)) decode without the row.
     @inlinable @inline(__always) public static func forEachValue(
         _ bytes: UnsafeRawBufferPointer, schema: TableSchema, idIndex: Int, _ body: (Int, Value) -> Void
     ) throws -> UInt64 {
@@ -288,6 +288,49 @@ public enum RecordCodec {
     /// Decodes a record held in an array (see the buffer form).
     @inlinable public static func decode(_ bytes: [UInt8], schema: TableSchema) throws -> Decoded {
         try bytes.withUnsafeBytes { try decode($0, schema: schema) }
+    }
+
+    /// A varint of at most 10 bytes within `end`, or `nil`: ``ByteReader/varint()`` over a raw pointer,
+    /// the same value for the same bytes, `nil` where it throws .
+    @inlinable @inline(__always) public static func rawVarint(_ base: UnsafeRawPointer, _ i: inout Int, _ end: Int) -> UInt64? {
+        // One byte (lengths, counts and small numbers): the common case.
+        if i < end {
+            let b = base.load(fromByteOffset: i, as: UInt8.self)
+            if b < 0x80 {
+                i += 1
+                return UInt64(b)
+            }
+        }
+        return longVarint(base, &i, end)
+    }
+
+    /// Moves `i` past the record's row number (a varint at `i`); `false` when it is malformed (as
+    /// ``rawVarint(_:_:_:)`` would find it). A row number in the eight bytes from `i` is found with one
+    /// load: it ends at the first of them without the continuation bit.
+    @inlinable @inline(__always) public static func skipRawRowNumber(_ base: UnsafeRawPointer, _ i: inout Int, _ end: Int) -> Bool {
+        if end &- i >= 8 {
+            let stops = ~UInt64(littleEndian: base.loadUnaligned(fromByteOffset: i, as: UInt64.self)) & 0x8080_8080_8080_8080
+            if stops != 0 {
+                i &+= (stops.trailingZeroBitCount &>> 3) &+ 1
+                return true
+            }
+        }
+        return rawVarint(base, &i, end) != nil
+    }
+
+    @usableFromInline static func longVarint(_ base: UnsafeRawPointer, _ i: inout Int, _ end: Int) -> UInt64? {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while i < end {
+            let b = base.load(fromByteOffset: i, as: UInt8.self)
+            i += 1
+            if shift == 63 && b > 1 { return nil }
+            result |= UInt64(b & 0x7F) << shift
+            if b & 0x80 == 0 { return result }
+            shift += 7
+            if shift > 63 { return nil }
+        }
+        return nil
     }
 }
 

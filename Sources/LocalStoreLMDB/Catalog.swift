@@ -314,7 +314,7 @@ enum MetaKey {
 }
 
 /// What a read by id of one table needs, resolved once per catalog generation and table spelling: the
-/// definition, the primary database's handle and an ``ItemBuilder`` of whole rows (every column mapped
+/// definition, the primary database's handle and an ``RecordItemBuilder`` of whole rows (every column mapped
 /// to its position in the item's row, under one shared `ItemLayout`), so that a read decodes the record
 /// straight into the item without hashing a column name.
 final class ReadByIdPlan: Sendable {
@@ -323,7 +323,7 @@ final class ReadByIdPlan: Sendable {
     let name: String
     let table: TableDefinition
     let dbi: MDB_dbi
-    let items: ItemBuilder
+    let items: RecordItemBuilder
     /// The type of the id column.
     let idType: ColumnType
 
@@ -332,7 +332,7 @@ final class ReadByIdPlan: Sendable {
         self.name = name
         self.table = table
         self.dbi = dbi
-        items = ItemBuilder(schema: table.schema)
+        items = RecordItemBuilder(schema: table.schema)
         idType = table.schema.idType
     }
 

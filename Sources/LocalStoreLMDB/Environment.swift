@@ -899,8 +899,8 @@ final class ThreadPlanMemo {
     /// so that lending it to a read takes no retain and release.
     private var planReference: Unmanaged<ReadByIdPlan>?
     /// The value buffer of the item this thread read by id last (of a record of at most
-    /// ``ItemBuilder/spareRecordLimit`` bytes): refilled by the next read when that item was dropped
-    /// (``ItemBuilder/item(_:reusing:)``), so a read allocates and frees no buffer.
+    /// ``RecordItemBuilder/spareRecordLimit`` bytes): refilled by the next read when that item was dropped
+    /// (``RecordItemBuilder/item(_:reusing:)``), so a read allocates and frees no buffer.
     @exclusivity(unchecked) var spare: ValueRows?
 
     deinit { planReference?.release() }

@@ -581,18 +581,18 @@ struct QueryRunner {
 
     /// The items the query returns and the number of matches (meaningful when the query asks for
     /// the count). The records of an ordered walk become items straight from their bytes
-    /// (``ItemBuilder``: row-form items, no decoded row per record); other plans' rows are projected.
+    /// (``RecordItemBuilder``: row-form items, no decoded row per record); other plans' rows are projected.
     /// `wholeRows`: a builder of every column of the table, used when the query returns them all.
     /// `plan`: the plan made for the same query and catalog before (``QueryPlanCache``), used instead of
     /// planning again. Returns the plan it ran when that plan depends on nothing but the query and the
     /// catalog (`reusable`; `nil` when the planner counted entries to choose it).
-    func items(wholeRows: ItemBuilder? = nil, plan cached: QueryPlan? = nil) throws -> (items: [Item], count: Int, reusable: QueryPlan?) {
+    func items(wholeRows: RecordItemBuilder? = nil, plan cached: QueryPlan? = nil) throws -> (items: [Item], count: Int, reusable: QueryPlan?) {
         let (plan, reusable) = try cached.map { ($0, $0) } ?? makePlan()
         let (items, count) = try items(try execute(plan), wholeRows: wholeRows)
         return (items, count, reusable)
     }
 
-    private func items(_ output: Output, wholeRows: ItemBuilder?) throws -> (items: [Item], count: Int) {
+    private func items(_ output: Output, wholeRows: RecordItemBuilder?) throws -> (items: [Item], count: Int) {
         switch output {
         case .rows(let rows, let count):
             return (ItemProjector(query, wholeRows: wholeRows).items(rows), count)
@@ -603,7 +603,7 @@ struct QueryRunner {
                 for t in taken { try RecordCodec.check(t.record, schema: schema, idIndex: idIndex) }
                 return ([], count)
             }
-            let builder = wholeRows.flatMap { query.projection.count == schema.columns.count ? $0 : nil } ?? ItemBuilder(query)
+            let builder = wholeRows.flatMap { query.projection.count == schema.columns.count ? $0 : nil } ?? RecordItemBuilder(query)
             // Checked as the rows path decodes them: a damaged record is `corrupt` either way (in walk
             // order: the first damaged record's error is the one thrown).
             for i in 0..<skip { try RecordCodec.check(taken[i].record, schema: schema, idIndex: idIndex) }

@@ -1,5 +1,6 @@
 import Foundation
 import LocalStore
+import LocalStoreKV
 
 /// What a query of a read transaction needs besides the data, kept for the next read of the same
 /// query in the same catalog generation: the table's definition, the resolved query and — when the
@@ -13,9 +14,9 @@ final class CachedQueryPlan: Sendable {
     let plan: QueryPlan?
     /// The builder of whole rows of the table's read-by-id plan (every column), for a query returning
     /// every column.
-    let wholeRows: ItemBuilder?
+    let wholeRows: RecordItemBuilder?
 
-    init(table: TableDefinition, query: ResolvedQuery, plan: QueryPlan?, wholeRows: ItemBuilder?) {
+    init(table: TableDefinition, query: ResolvedQuery, plan: QueryPlan?, wholeRows: RecordItemBuilder?) {
         self.table = table
         self.query = query
         self.plan = plan

@@ -549,49 +549,6 @@ struct SimpleRecordTest {
         }
     }
 
-    /// A varint of at most 10 bytes within `end`, or `nil`: ``ByteReader/varint()`` over a raw pointer,
-    /// the same value for the same bytes, `nil` where it throws (also used by ``ItemBuilder``).
-    @inline(__always) static func varint(_ base: UnsafeRawPointer, _ i: inout Int, _ end: Int) -> UInt64? {
-        // One byte (lengths, counts and small numbers): the common case.
-        if i < end {
-            let b = base.load(fromByteOffset: i, as: UInt8.self)
-            if b < 0x80 {
-                i += 1
-                return UInt64(b)
-            }
-        }
-        return longVarint(base, &i, end)
-    }
-
-    /// Moves `i` past the record's row number (a varint at `i`); `false` when it is malformed (as
-    /// ``varint(_:_:_:)`` would find it). A row number in the eight bytes from `i` is found with one
-    /// load: it ends at the first of them without the continuation bit.
-    @inline(__always) static func skipRowNumber(_ base: UnsafeRawPointer, _ i: inout Int, _ end: Int) -> Bool {
-        if end &- i >= 8 {
-            let stops = ~UInt64(littleEndian: base.loadUnaligned(fromByteOffset: i, as: UInt64.self)) & 0x8080_8080_8080_8080
-            if stops != 0 {
-                i &+= (stops.trailingZeroBitCount &>> 3) &+ 1
-                return true
-            }
-        }
-        return varint(base, &i, end) != nil
-    }
-
-    private static func longVarint(_ base: UnsafeRawPointer, _ i: inout Int, _ end: Int) -> UInt64? {
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        while i < end {
-            let b = base.load(fromByteOffset: i, as: UInt8.self)
-            i += 1
-            if shift == 63 && b > 1 { return nil }
-            result |= UInt64(b & 0x7F) << shift
-            if b & 0x80 == 0 { return result }
-            shift += 7
-            if shift > 63 { return nil }
-        }
-        return nil
-    }
-
     /// The offset of the tested column's tag in `record` (whose bytes are `base..<base + end`), or -1
     /// when the record is unusual in any way (the general path decides): a header of another shape,
     /// a column that cannot be skipped cheaply (json, a long int), a length beyond the end.
@@ -649,7 +606,7 @@ struct SimpleRecordTest {
     @inline(__always) func payloadOffsetInTagsFirst(_ base: UnsafeRawPointer, _ end: Int) -> Int {
         guard tagOffsetInTagsFirst(base, end) >= 0 else { return -1 }
         var i = 2 &+ Int(base.load(fromByteOffset: 1, as: UInt8.self))
-        guard SimpleRecordTest.skipRowNumber(base, &i, end) else { return -1 }
+        guard RecordCodec.skipRawRowNumber(base, &i, end) else { return -1 }
         var c = 0
         while c < column {
             guard SimpleRecordTest.skipPayload(base.load(fromByteOffset: 2 &+ c, as: UInt8.self), base, &i, end) else { return -1 }
@@ -670,7 +627,7 @@ struct SimpleRecordTest {
             if b < 0x80 {
                 i &+= 1 &+ Int(b)
             } else {
-                guard let length = SimpleRecordTest.varint(base, &i, end), length <= UInt64(end &- i) else { return false }
+                guard let length = RecordCodec.rawVarint(base, &i, end), length <= UInt64(end &- i) else { return false }
                 i &+= Int(length)
             }
             return true
@@ -681,7 +638,7 @@ struct SimpleRecordTest {
             i &+= 8
             return true
         }
-        return tag == RecordCodec.Tag.int && SimpleRecordTest.varint(base, &i, end) != nil
+        return tag == RecordCodec.Tag.int && RecordCodec.rawVarint(base, &i, end) != nil
     }
 
     /// ``evaluate(_:)`` for the `.bool` kind (what `count` runs per record): the answer for each of
@@ -776,11 +733,11 @@ struct SimpleRecordTest {
         case .bool:
             return nil  // answered by `boolAnswer` above
         case .int(let y):
-            guard tag == RecordCodec.Tag.int, let u = SimpleRecordTest.varint(base, &i, end) else { return nil }
+            guard tag == RecordCodec.Tag.int, let u = RecordCodec.rawVarint(base, &i, end) else { return nil }
             let x = RecordCodec.unzigzag(u)
             comparison = x < y ? -1 : (x == y ? 0 : 1)
         case .compareString, .string:
-            guard tag == RecordCodec.Tag.string, let length = SimpleRecordTest.varint(base, &i, end),
+            guard tag == RecordCodec.Tag.string, let length = RecordCodec.rawVarint(base, &i, end),
                 length <= UInt64(end - i)
             else { return nil }
             let s = UnsafeRawBufferPointer(start: base + i, count: Int(length))

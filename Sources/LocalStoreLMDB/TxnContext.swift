@@ -1117,7 +1117,7 @@ struct ItemProjector {
     private let wholeRowLayout: ItemLayout?
     private let width: Int
 
-    init(_ query: ResolvedQuery, wholeRows: ItemBuilder? = nil) {
+    init(_ query: ResolvedQuery, wholeRows: RecordItemBuilder? = nil) {
         var positions: [String: Int] = Dictionary(minimumCapacity: query.projection.count)
         for n in query.projection { positions[query.schema.columns[n].name] = n }
         self.positions = positions

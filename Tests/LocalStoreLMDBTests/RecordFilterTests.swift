@@ -197,7 +197,7 @@ struct ItemProjectorTests {
             #expect(projector.items([]).isEmpty)
         }
         // A query of every column shares the whole-row builder's layout.
-        let whole = ItemBuilder(schema: schema)
+        let whole = RecordItemBuilder(schema: schema)
         let row = RecordFilterTests.randomRow(&rng) + Array(repeating: .null, count: schema.columns.count)
         let item = ItemProjector(try ResolvedQuery(Query("Filtered"), schema: schema), wholeRows: whole).item(Array(row.prefix(schema.columns.count)))
         #expect(item.layout === whole.layout)

@@ -120,7 +120,7 @@ struct ThreadPlanMemoTests {
 }
 
 /// A read by id puts its item's values in the thread's spare buffer when the item read last was dropped
-/// (``ItemBuilder/item(_:reusing:)``): an item still held — on this thread or another — keeps its
+/// (``RecordItemBuilder/item(_:reusing:)``): an item still held — on this thread or another — keeps its
 /// values, a changed item is its own copy, and a long record is not kept.
 @Suite("LMDB: the per-thread spare value buffer")
 struct SpareValueBufferTests {

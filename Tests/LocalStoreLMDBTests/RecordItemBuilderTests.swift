@@ -34,7 +34,7 @@ struct ItemBuilderTests {
         var rng = SeededRNG(seed: 11)
         for selection in Self.selections(&rng) {
             let q = try ResolvedQuery(Query("Filtered", select: selection), schema: Self.schema)
-            let builder = ItemBuilder(q)
+            let builder = RecordItemBuilder(q)
             #expect(builder.layout?.names == q.projection.map { Self.schema.columns[$0].name })
             for n in 0..<200 {
                 let row = RecordFilterTests.randomRow(&rng)
@@ -54,7 +54,7 @@ struct ItemBuilderTests {
     @Test("a whole-row builder gives every column, null for those a short record lacks", arguments: RecordCodec.Layout.allCases)
     func wholeRows(layout: RecordCodec.Layout) throws {
         var rng = SeededRNG(seed: 12)
-        let builder = ItemBuilder(schema: Self.schema)
+        let builder = RecordItemBuilder(schema: Self.schema)
         for n in 0..<200 {
             let row = RecordFilterTests.randomRow(&rng)
             let record = RecordCodec.encode(row, rowId: UInt64(n), layout: layout)
@@ -73,8 +73,8 @@ struct ItemBuilderTests {
     func damagedRecords(seed: UInt64, layout: RecordCodec.Layout) throws {
         var rng = SeededRNG(seed: seed)
         let builders = [
-            ItemBuilder(schema: Self.schema),
-            ItemBuilder(try ResolvedQuery(Query("Filtered", select: ["id"]), schema: Self.schema)),
+            RecordItemBuilder(schema: Self.schema),
+            RecordItemBuilder(try ResolvedQuery(Query("Filtered", select: ["id"]), schema: Self.schema)),
         ]
         let valid = (0..<20).map { RecordCodec.encode(RecordFilterTests.randomRow(&rng), rowId: UInt64($0), layout: layout) }
         func attempt(_ bytes: [UInt8]) {
@@ -132,8 +132,8 @@ struct ItemBuilderTests {
         var rng = SeededRNG(seed: 21)
         for (schema, withJSON) in [(Self.schema, true), (Self.plainSchema, false)] {
             let builders = [
-                ItemBuilder(schema: schema),
-                ItemBuilder(try ResolvedQuery(Query(schema.name, select: ["after", "id", "s"]), schema: schema)),
+                RecordItemBuilder(schema: schema),
+                RecordItemBuilder(try ResolvedQuery(Query(schema.name, select: ["after", "id", "s"]), schema: schema)),
             ]
             let records = (0..<40).map { n in
                 RecordCodec.encode(withJSON ? RecordFilterTests.randomRow(&rng) : Self.plainRow(&rng), rowId: UInt64(n), layout: layout)
@@ -166,7 +166,7 @@ struct ItemBuilderTests {
     /// Expects each builder to build `query.project` of what the decoder decodes from `bytes`, or to throw
     /// the decoder's error; returns whether the decoder accepted the record.
     static func expectBuildersAgree(
-        _ bytes: [UInt8], schema: TableSchema, builders: [LocalStoreLMDB.ItemBuilder], queries: [ResolvedQuery]
+        _ bytes: [UInt8], schema: TableSchema, builders: [RecordItemBuilder], queries: [ResolvedQuery]
     ) -> Bool {
         bytes.withUnsafeBytes { raw in
             let decoded = Result { try RecordCodec.decode(raw, schema: schema) }
@@ -195,7 +195,7 @@ struct ItemBuilderTests {
             try ResolvedQuery(Query("Plain"), schema: schema),
             try ResolvedQuery(Query("Plain", select: ["id", "b"]), schema: schema),
         ]
-        let builders = [ItemBuilder(schema: schema), ItemBuilder(queries[1])]
+        let builders = [RecordItemBuilder(schema: schema), RecordItemBuilder(queries[1])]
         let valid = (0..<20).map { RecordCodec.encode(Self.plainRow(&rng), rowId: RecordFilterTests.rowIds[$0 % RecordFilterTests.rowIds.count], layout: layout) }
         func attempt(_ bytes: [UInt8]) {
             _ = Self.expectBuildersAgree(bytes, schema: schema, builders: builders, queries: queries)
@@ -214,7 +214,7 @@ struct ItemBuilderTests {
             try ResolvedQuery(Query("Plain"), schema: schema),
             try ResolvedQuery(Query("Plain", select: ["id", "b"]), schema: schema),
         ]
-        let builders = [ItemBuilder(schema: schema), ItemBuilder(queries[1])]
+        let builders = [RecordItemBuilder(schema: schema), RecordItemBuilder(queries[1])]
         let substitutes: [Value] = [
             .null, .int(7), .string("x"), .bool(true), .double(1.5), .double(.nan), .double(.infinity),
             .date(Date(timeIntervalSinceReferenceDate: 3)), .binary([1, 2]), .json(.int(1)),

@@ -1,26 +1,34 @@
 import Foundation
 import LocalStore
-import LocalStoreKV
 
 /// Builds items straight from stored records, without an intermediate decoded row: each item is in
-/// row form (``ItemLayout``) — its values, in the order of the returned columns, under a layout of their
+/// row form — its values, in the order of the returned columns, under a layout of their
 /// names made once per builder and shared by every item it builds — so no dictionary is built, copied
 /// or hashed per record, and every string is built once. ``items(count:_:)`` puts the values of all its
 /// items in one buffer, each item a slice of it (one allocation per result instead of one per item).
+///
+/// Records are ``RecordCodec`` records of either layout. A backend keeps one builder of whole rows
+/// per table (``init(schema:)``) for reads by id and makes one per query (``init(_:)``) for its result:
+///
+/// ```swift
+/// let builder = RecordItemBuilder(resolvedQuery)
+/// let items = try builder.items(count: records.count) { records[$0] }   // UnsafeRawBufferPointer each
+/// ```
 ///
 /// The items equal what ``RecordCodec/decode(_:schema:)`` followed by `ResolvedQuery.project` (or, for
 /// every column, a read by id) gives: the same keys (the columns' defined spelling), the same values,
 /// null for a column the record is too short to hold. The record is checked exactly as the decoder
 /// checks it, the columns not returned included, so a damaged record is `corrupt` here too, with the
-/// decoder's message (`ItemBuilderTests`): a plain record (``fillPlain(_:_:)``) is decoded in one pass
+/// decoder's message (`RecordItemBuilderTests`): a plain record (``fillPlain(_:_:)``) is decoded in one pass
 /// over its bytes, and anything else — a json value, a malformed byte, a value of another type — by
 /// ``RecordCodec/forEachValue(_:schema:idIndex:_:)``, which returns the same values or throws.
-struct ItemBuilder: Sendable {
-    let schema: TableSchema
+public struct RecordItemBuilder: Sendable {
+    /// The table whose records this builder reads.
+    public let schema: TableSchema
     let idIndex: Int
     /// The returned columns' names, shared by every item; `nil` when they are not distinct (a
     /// projection naming a column twice), and the items are then built as dictionaries.
-    let layout: ItemLayout?
+    package let layout: ItemLayout?
     /// The returned columns' names, in item (row) order.
     private let names: [String]
     /// For each column of the schema, its position in an item's row; `-1` when not returned.
@@ -33,7 +41,7 @@ struct ItemBuilder: Sendable {
     private let isWholeRow: Bool
 
     /// A builder of items holding the columns at `projection` (positions in `schema`).
-    init(schema: TableSchema, projection: [Int]) {
+    public init(schema: TableSchema, projection: [Int]) {
         self.schema = schema
         idIndex = schema.idIndex
         var names: [String] = []
@@ -65,17 +73,17 @@ struct ItemBuilder: Sendable {
     }
 
     /// A builder of whole rows (every column).
-    init(schema: TableSchema) {
+    public init(schema: TableSchema) {
         self.init(schema: schema, projection: Array(schema.columns.indices))
     }
 
     /// A builder of the items `query` returns (its projected columns).
-    init(_ query: ResolvedQuery) {
+    public init(_ query: ResolvedQuery) {
         self.init(schema: query.schema, projection: query.projection)
     }
 
     /// The item of a stored record; `corrupt` when the record does not decode.
-    func item(_ record: UnsafeRawBufferPointer) throws -> Item {
+    public func item(_ record: UnsafeRawBufferPointer) throws -> Item {
         let width = names.count
         if width == 0 {
             // No column returned: the record is still checked.
@@ -88,14 +96,14 @@ struct ItemBuilder: Sendable {
     /// ``item(_:)`` with its values in `spare` when the caller's is free — referenced by nothing else (the
     /// item built from it last was dropped) and holding a row as wide as this builder's
     /// (``ValueRows/refill(count:_:)``) — instead of a new buffer; otherwise in a new one, which becomes
-    /// `spare`. A record longer than ``ItemBuilder/spareRecordLimit`` is built in a buffer of its own and
+    /// `spare`. A record longer than ``RecordItemBuilder/spareRecordLimit`` is built in a buffer of its own and
     /// `spare` let go, so a thread's spare never keeps large values alive; so is a record the one-pass
     /// decoder does not take (a json value, …): a json value is a tree of boxes, and Swift's enum
     /// pointers carry their case in bits LeakSanitizer does not mask, so a json value a thread's spare
     /// kept alive at exit was reported as leaked.
-    func item(_ record: UnsafeRawBufferPointer, reusing spare: inout ValueRows?) throws -> Item {
+    package func item(_ record: UnsafeRawBufferPointer, reusing spare: inout ValueRows?) throws -> Item {
         let width = names.count
-        guard let layout, width > 0, record.count <= ItemBuilder.spareRecordLimit else {
+        guard let layout, width > 0, record.count <= RecordItemBuilder.spareRecordLimit else {
             spare = nil
             return try item(record)
         }
@@ -117,11 +125,11 @@ struct ItemBuilder: Sendable {
     }
 
     /// The longest record whose values a thread's spare buffer may keep until its next read.
-    static let spareRecordLimit = 4096
+    package static let spareRecordLimit = 4096
 
     /// The items of `count` stored records (`record(k)` is the `k`th), their values in one buffer;
     /// `corrupt` when one does not decode.
-    func items(count: Int, _ record: (Int) -> UnsafeRawBufferPointer) throws -> [Item] {
+    public func items(count: Int, _ record: (Int) -> UnsafeRawBufferPointer) throws -> [Item] {
         if count == 0 { return [] }
         let width = names.count
         if width == 0 {
@@ -202,14 +210,14 @@ struct ItemBuilder: Sendable {
         var tagAt = -1
         switch p.load(as: UInt8.self) {
         case RecordCodec.version:
-            guard SimpleRecordTest.skipRowNumber(p, &i, end), let count = SimpleRecordTest.varint(p, &i, end) else { return false }
+            guard RecordCodec.skipRawRowNumber(p, &i, end), let count = RecordCodec.rawVarint(p, &i, end) else { return false }
             stored = count
         case RecordCodec.tagsFirstVersion:
-            guard let count = SimpleRecordTest.varint(p, &i, end), count <= UInt64(end &- i) else { return false }
+            guard let count = RecordCodec.rawVarint(p, &i, end), count <= UInt64(end &- i) else { return false }
             stored = count
             tagAt = i
             i &+= Int(count)
-            guard SimpleRecordTest.skipRowNumber(p, &i, end) else { return false }
+            guard RecordCodec.skipRawRowNumber(p, &i, end) else { return false }
         default:
             return false
         }
@@ -218,7 +226,7 @@ struct ItemBuilder: Sendable {
             guard stored <= UInt64(width) else { return false }
             return tags.withUnsafeBufferPointer { tags in
                 guard let t = tags.baseAddress else { return false }
-                return ItemBuilder.fillWholePlain(
+                return RecordItemBuilder.fillWholePlain(
                     p, from: i, end: end, count: Int(stored), width: width, tags: t, tagAt: tagAt, idIndex: idIndex, out)
             }
         }
@@ -247,7 +255,7 @@ struct ItemBuilder: Sendable {
                         guard tags[n] == RecordCodec.Tag.false else { return false }
                         value = .bool(tag == RecordCodec.Tag.true)
                     case RecordCodec.Tag.int:
-                        guard tags[n] == RecordCodec.Tag.int, let u = SimpleRecordTest.varint(p, &i, end) else { return false }
+                        guard tags[n] == RecordCodec.Tag.int, let u = RecordCodec.rawVarint(p, &i, end) else { return false }
                         value = .int(RecordCodec.unzigzag(u))
                     case RecordCodec.Tag.double, RecordCodec.Tag.date:
                         guard tags[n] == tag, end - i >= 8 else { return false }
@@ -260,7 +268,7 @@ struct ItemBuilder: Sendable {
                             value = .double(d)
                         }
                     case RecordCodec.Tag.string:
-                        guard tags[n] == tag, let raw = ItemBuilder.lengthPrefixed(p, &i, end) else { return false }
+                        guard tags[n] == tag, let raw = RecordItemBuilder.lengthPrefixed(p, &i, end) else { return false }
                         if ByteReader.isASCII(raw) {
                             if slot < 0 {
                                 if n == idIndex { hasId = true }
@@ -272,7 +280,7 @@ struct ItemBuilder: Sendable {
                             value = .string(s)
                         }
                     case RecordCodec.Tag.binary:
-                        guard tags[n] == tag, let raw = ItemBuilder.lengthPrefixed(p, &i, end) else { return false }
+                        guard tags[n] == tag, let raw = RecordItemBuilder.lengthPrefixed(p, &i, end) else { return false }
                         if n == idIndex { hasId = true }
                         if slot < 0 { continue }
                         value = .binary(Array(raw))
@@ -296,7 +304,7 @@ struct ItemBuilder: Sendable {
     /// moved past them; `nil` when the length does not decode or runs past `end`.
     @inline(__always)
     private static func lengthPrefixed(_ p: UnsafeRawPointer, _ i: inout Int, _ end: Int) -> UnsafeRawBufferPointer? {
-        guard let length = SimpleRecordTest.varint(p, &i, end), length <= UInt64(end &- i) else { return nil }
+        guard let length = RecordCodec.rawVarint(p, &i, end), length <= UInt64(end &- i) else { return nil }
         let raw = UnsafeRawBufferPointer(start: p + i, count: Int(length))
         i &+= Int(length)
         return raw
@@ -337,7 +345,7 @@ struct ItemBuilder: Sendable {
                 guard expected == RecordCodec.Tag.false else { break scan }
                 value = .bool(tag == RecordCodec.Tag.true)
             case RecordCodec.Tag.int:
-                guard expected == RecordCodec.Tag.int, let u = SimpleRecordTest.varint(p, &i, end) else { break scan }
+                guard expected == RecordCodec.Tag.int, let u = RecordCodec.rawVarint(p, &i, end) else { break scan }
                 value = .int(RecordCodec.unzigzag(u))
             case RecordCodec.Tag.double, RecordCodec.Tag.date:
                 guard expected == tag, end &- i >= 8 else { break scan }
@@ -350,7 +358,7 @@ struct ItemBuilder: Sendable {
                     value = .double(d)
                 }
             case RecordCodec.Tag.string:
-                guard expected == tag, let raw = ItemBuilder.lengthPrefixed(p, &i, end) else { break scan }
+                guard expected == tag, let raw = RecordItemBuilder.lengthPrefixed(p, &i, end) else { break scan }
                 if ByteReader.isASCII(raw) {
                     value = .string(String(decoding: raw, as: UTF8.self))
                 } else {
@@ -358,7 +366,7 @@ struct ItemBuilder: Sendable {
                     value = .string(s)
                 }
             case RecordCodec.Tag.binary:
-                guard expected == tag, let raw = ItemBuilder.lengthPrefixed(p, &i, end) else { break scan }
+                guard expected == tag, let raw = RecordItemBuilder.lengthPrefixed(p, &i, end) else { break scan }
                 value = .binary(Array(raw))
             default:
                 break scan
