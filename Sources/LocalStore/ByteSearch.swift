@@ -7,7 +7,7 @@ import Darwin
 #endif
 
 /// Substring search over contiguous bytes. The empty needle is found everywhere.
-package enum ByteSearch {
+@usableFromInline package enum ByteSearch {
     private static let ones: UInt64 = 0x0101_0101_0101_0101
     private static let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
 
@@ -17,7 +17,7 @@ package enum ByteSearch {
         ~(((x & low7) &+ low7) | x | low7)
     }
 
-    package static func contains(_ hay: UnsafeRawBufferPointer, _ needle: UnsafeRawBufferPointer) -> Bool {
+    @usableFromInline package static func contains(_ hay: UnsafeRawBufferPointer, _ needle: UnsafeRawBufferPointer) -> Bool {
         if needle.isEmpty { return true }
         guard needle.count <= hay.count, let h = hay.baseAddress, let n = needle.baseAddress else { return false }
         let m = needle.count

@@ -9,9 +9,9 @@ import Darwin
 /// Comparisons of stored string bytes with the rules of ``ASCII/compareBytes(_:_:)`` and
 /// ``Collation/compareNoCase(_:_:)``, shared by the backends that test values in place (the in-memory
 /// store's columns, LMDB's record filter).
-package enum RawBytes {
+@usableFromInline package enum RawBytes {
     /// Byte order, then length (``ASCII/compareBytes(_:_:)`` on bytes); -1, 0 or 1.
-    @inlinable package static func compare(_ x: UnsafeRawBufferPointer, _ y: UnsafeRawBufferPointer) -> Int {
+    @inlinable @usableFromInline package static func compare(_ x: UnsafeRawBufferPointer, _ y: UnsafeRawBufferPointer) -> Int {
         let n = min(x.count, y.count)
         if n > 0, let px = x.baseAddress, let py = y.baseAddress {
             let c = memcmp(px, py, n)

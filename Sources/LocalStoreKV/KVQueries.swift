@@ -260,11 +260,14 @@ struct KVReads<Reader: OrderedKeyValueReader> {
     /// group in which `need` matches are out (see ``KVPlan``).
     func matches(_ table: KVTable, _ query: ResolvedQuery, _ plan: KVPlan) throws -> [[Value]] {
         var rows: [[Value]] = []
-        func add(_ row: [Value]) {
-            if query.predicate.matches(row) { rows.append(row) }
+        // Records are tested in place (the columns the predicate reads, located without decoding) and
+        // decoded only when they match.
+        let filter = RecordFilter(query)
+        func add(_ record: UnsafeRawBufferPointer) throws {
+            if try filter.matches(record) { rows.append(try table.decode(record)) }
         }
-        func indexedRow(_ spec: KVIndexSpec, _ value: UnsafeRawBufferPointer) throws -> [Value] {
-            try table.withEntryRecord(spec, value, read: reader.get) { try table.decode($0) }
+        func addEntry(_ spec: KVIndexSpec, _ value: UnsafeRawBufferPointer) throws {
+            try table.withEntryRecord(spec, value, read: reader.get) { try add($0) }
         }
         switch plan {
         case .noRows:
@@ -273,13 +276,13 @@ struct KVReads<Reader: OrderedKeyValueReader> {
             var seen = Set<[UInt8]>()
             for id in ids {
                 let key = KeyCodec.idKey(id)
-                guard seen.insert(key).inserted, let row = try row(table, idKey: key) else { continue }
-                add(row)
+                guard seen.insert(key).inserted, let record = try reader.get(KVKeys.row(table.number, idKey: key)) else { continue }
+                try record.withUnsafeBytes { try add($0) }
             }
         case .ranges(let spec, let ranges):
             for range in ranges {
                 try reader.scan(from: range.lower, to: range.upper, reverse: false) { _, value in
-                    add(try indexedRow(spec, value))
+                    try addEntry(spec, value)
                     return true
                 }
             }
@@ -292,13 +295,13 @@ struct KVReads<Reader: OrderedKeyValueReader> {
                     if rows.count >= need { return false }
                     group = Array(current)
                 }
-                add(try indexedRow(spec, value))
+                try addEntry(spec, value)
                 return true
             }
         case .scan:
             let prefix = KVKeys.rows(table.number)
             try reader.scan(from: prefix, to: KVPlan.end(of: prefix), reverse: false) { _, value in
-                add(try table.decode(value))
+                try add(value)
                 return true
             }
         }

@@ -1124,37 +1124,3 @@ extension QueryRunner {
     }
 }
 
-extension ResolvedPredicate {
-    /// The columns the predicate reads.
-    var columns: ColumnSet {
-        var set = ColumnSet()
-        collectColumns(into: &set)
-        return set
-    }
-
-    func collectColumns(into set: inout ColumnSet) {
-        switch self {
-        case .constant: break
-        case .and(let ps), .or(let ps): for p in ps { p.collectColumns(into: &set) }
-        case .not(let p): p.collectColumns(into: &set)
-        case .compare(let l, _, let r, _), .string(_, let l, let r, _):
-            l.collectColumns(into: &set)
-            r.collectColumns(into: &set)
-        case .isNull(let e), .isNotNull(let e), .in(let e, _, _): e.collectColumns(into: &set)
-        }
-    }
-}
-
-extension ResolvedExpression {
-    func collectColumns(into set: inout ColumnSet) {
-        switch self {
-        case .column(let n, _, _): set.insert(n)
-        case .literal: break
-        case .arithmetic(_, let l, let r, _):
-            l.collectColumns(into: &set)
-            r.collectColumns(into: &set)
-        case .toLower(let e), .toUpper(let e), .length(let e): e.collectColumns(into: &set)
-        case .function(_, let args, _): for a in args { a.collectColumns(into: &set) }
-        }
-    }
-}

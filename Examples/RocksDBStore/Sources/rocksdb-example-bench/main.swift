@@ -4,10 +4,11 @@ import LocalStoreLMDB
 import RocksDBStore
 
 // The example backend against LMDB, in one run: the list query on an indexed column (`query-indexed`:
-// priority == p, sorted by updatedAt descending, top 50) and reads by id, on N records (default 100,000).
+// priority == p, sorted by updatedAt descending, top 50), a query no index answers (`query-scan`: text
+// contains a word, every row tested), reads by id and upserts, on N records (default 100,000).
 // Both commit with a flush to disk. Usage: rocksdb-example-bench [records]
 let records = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 100_000
-let workloads: [Workload] = [.queryIndexed, .readById, .upsert]
+let workloads: [Workload] = [.queryIndexed, .queryScan, .readById, .upsert]
 let backends = [
     BenchBackend.persistent(name: "lmdb", baseline: nil, file: "store.lmdb") { try LMDBStore(path: $0) },
     BenchBackend.persistent(name: "rocksdb", baseline: nil, file: "rocksdb") { try RocksDBStore.open(directory: $0) },

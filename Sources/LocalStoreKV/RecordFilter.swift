@@ -1,7 +1,5 @@
-import CLMDB
 import Foundation
 import LocalStore
-import LocalStoreKV
 
 /// The columns of one stored record, located in place: a tag and a payload range per column, found
 /// by skipping (bounds-checked) over the record's bytes without building any value. One instance is
@@ -11,10 +9,10 @@ import LocalStoreKV
 /// looked at. A column's value is checked (tag, type, UTF-8, finiteness) when it is read — exactly
 /// the checks of ``RecordCodec/decode(_:schema:)`` — so a damaged record read by a filter throws
 /// `corrupt` as before; the rows a query returns are decoded (and checked) whole.
-final class RecordFields {
-    let schema: TableSchema
+package final class RecordFields {
+    package let schema: TableSchema
     /// The columns located per record: 0...`last`.
-    let last: Int
+    package let last: Int
     private let tags: UnsafeMutablePointer<UInt8>
     private let starts: UnsafeMutablePointer<Int>
     private let ends: UnsafeMutablePointer<Int>
@@ -30,10 +28,10 @@ final class RecordFields {
     private let types: [ColumnType]
 
     /// How many columns the current record stores among 0...`last` (the others read as null).
-    var located: Int { current.pointee.located }
-    var bytes: UnsafeRawBufferPointer { current.pointee.bytes }
+    package var located: Int { current.pointee.located }
+    package var bytes: UnsafeRawBufferPointer { current.pointee.bytes }
 
-    init(schema: TableSchema, through last: Int) {
+    package init(schema: TableSchema, through last: Int) {
         self.schema = schema
         self.last = last
         let n = max(1, last + 1)
@@ -55,15 +53,15 @@ final class RecordFields {
     }
 
     private func failure(_ what: String, at offset: Int) -> LocalStoreError {
-        LMDBErrors.corrupt(
-            "a record of table '\(schema.name)' is malformed (\(what) at byte \(offset))", table: schema.name)
+        LocalStoreError(
+            .corrupt, "the store is damaged: a record of table '\(schema.name)' is malformed (\(what) at byte \(offset))", table: schema.name)
     }
 
     /// Locates columns 0...`last` of `record` (valid until the next call). The same bounds and
     /// structure checks as ``ByteReader``, written over a raw pointer: this runs once per record
     /// of a scan. For a version-2 record only the header and the tags are read here (the payloads
     /// when one is first read: ``locatePayloads()``).
-    func locate(_ record: UnsafeRawBufferPointer) throws {
+    package func locate(_ record: UnsafeRawBufferPointer) throws {
         current.pointee = (record, 0, -1)
         var i = 0
         do {
@@ -149,7 +147,7 @@ final class RecordFields {
     }
 
     /// The row number of the current record (located already, so its header is known to be sound).
-    func rowId() throws -> UInt64 {
+    package func rowId() throws -> UInt64 {
         guard let base = bytes.baseAddress else { throw failure("unexpected end", at: 0) }
         var i = 1
         do {
@@ -165,7 +163,7 @@ final class RecordFields {
     }
 
     /// ``ByteReader/varint()`` over a raw pointer.
-    @inline(__always) static func varint(_ base: UnsafeRawPointer, _ i: inout Int, _ end: Int) throws -> UInt64 {
+    @inline(__always) package static func varint(_ base: UnsafeRawPointer, _ i: inout Int, _ end: Int) throws -> UInt64 {
         // One byte (lengths and counts below 128): the common case.
         if i < end {
             let b = base.load(fromByteOffset: i, as: UInt8.self)
@@ -190,7 +188,7 @@ final class RecordFields {
 
     /// The integer of column `n` when it holds an int in an integer column (no other check is
     /// needed for such a value), else `nil`.
-    @inline(__always) func plainInt(_ n: Int) -> Int64? {
+    @inline(__always) package func plainInt(_ n: Int) -> Int64? {
         guard n < located, tags[n] == RecordCodec.Tag.int, types[n] == .integer, let base = bytes.baseAddress,
             (try? locatePayloads()) != nil
         else { return nil }
@@ -200,7 +198,7 @@ final class RecordFields {
     }
 
     /// The boolean of column `n` when it holds one in a boolean column, else `nil`.
-    @inline(__always) func plainBool(_ n: Int) -> Bool? {
+    @inline(__always) package func plainBool(_ n: Int) -> Bool? {
         guard n < located, types[n] == .boolean else { return nil }
         switch tags[n] {
         case RecordCodec.Tag.true: return true
@@ -209,12 +207,12 @@ final class RecordFields {
         }
     }
 
-    @inline(__always) func tag(_ n: Int) -> UInt8 { n < located ? tags[n] : RecordCodec.Tag.null }
+    @inline(__always) package func tag(_ n: Int) -> UInt8 { n < located ? tags[n] : RecordCodec.Tag.null }
 
-    @inline(__always) func isNull(_ n: Int) -> Bool { tag(n) == RecordCodec.Tag.null }
+    @inline(__always) package func isNull(_ n: Int) -> Bool { tag(n) == RecordCodec.Tag.null }
 
     /// The value of column `n`, checked as the full decoder checks it.
-    func value(_ n: Int) throws -> Value {
+    package func value(_ n: Int) throws -> Value {
         guard n < located else { return .null }
         let v: Value
         let tag = tags[n]
@@ -250,7 +248,7 @@ final class RecordFields {
 
     /// The UTF-8 bytes of string column `n` (checked: a string column holding valid UTF-8), or `nil`
     /// when it is null. Valid until the next ``locate(_:)``.
-    func stringBytes(_ n: Int) throws -> UnsafeRawBufferPointer? {
+    package func stringBytes(_ n: Int) throws -> UnsafeRawBufferPointer? {
         guard n < located, tags[n] == RecordCodec.Tag.string, types[n] == .string else {
             _ = try value(n)  // null, or a damaged value: throws
             return nil
@@ -266,7 +264,7 @@ final class RecordFields {
 
 extension ByteReader {
     /// Skips the payload of a value whose tag was just read: bounds-checked, nothing built.
-    mutating func skipPayload(_ tag: UInt8) throws {
+    package mutating func skipPayload(_ tag: UInt8) throws {
         switch tag {
         case RecordCodec.Tag.null, RecordCodec.Tag.false, RecordCodec.Tag.true: return
         case RecordCodec.Tag.int: _ = try varint()
@@ -277,13 +275,13 @@ extension ByteReader {
         }
     }
 
-    mutating func skip(_ n: Int) throws {
+    package mutating func skip(_ n: Int) throws {
         guard n <= remaining else { throw Failure("unexpected end") }
         offset += n
     }
 
     /// Skips one json value (the checks of ``json(depth:)`` on structure; its strings are not checked).
-    mutating func skipJSON(depth: Int) throws {
+    package mutating func skipJSON(depth: Int) throws {
         switch try byte() {
         case RecordCodec.Tag.null, RecordCodec.Tag.false, RecordCodec.Tag.true: return
         case RecordCodec.Tag.int: _ = try varint()
@@ -312,7 +310,7 @@ extension ByteReader {
 /// row); anything else is evaluated by ``ResolvedPredicate/matches(_:)`` over the columns it reads,
 /// decoded into a row buffer reused from record to record. The result is the shared evaluator's,
 /// by construction: the same `Collation` rules on the same values.
-indirect enum RecordTest {
+package indirect enum RecordTest {
     case constant(Bool)
     case and([RecordTest])
     case or([RecordTest])
@@ -329,7 +327,7 @@ indirect enum RecordTest {
     /// Anything else, over the decoded columns it reads.
     case general(ResolvedPredicate, [Int])
 
-    init(_ p: ResolvedPredicate) {
+    package init(_ p: ResolvedPredicate) {
         switch p {
         case .constant(let b): self = .constant(b)
         case .and(let ps): self = .and(ps.map(RecordTest.init))
@@ -359,7 +357,7 @@ indirect enum RecordTest {
     }
 
     /// The highest column position a test reads (-1 for none).
-    var lastColumn: Int {
+    package var lastColumn: Int {
         switch self {
         case .constant: return -1
         case .and(let ts), .or(let ts): return ts.map(\.lastColumn).max() ?? -1
@@ -372,7 +370,7 @@ indirect enum RecordTest {
     }
 
     /// Whether the located record satisfies the test; `row` is scratch space of the table's width.
-    func matches(_ f: RecordFields, row: inout [Value]) throws -> Bool {
+    package func matches(_ f: RecordFields, row: inout [Value]) throws -> Bool {
         switch self {
         case .constant(let b): return b
         case .and(let ts):
@@ -434,10 +432,10 @@ indirect enum RecordTest {
 }
 
 /// Byte-level versions of the string rules of `Collation` and `ResolvedPredicate.matches`.
-enum RawStrings {
-    @inline(__always) static func fold(_ b: UInt8) -> UInt8 { b >= 0x41 && b <= 0x5A ? b | 0x20 : b }
+@usableFromInline package enum RawStrings {
+    @inlinable @inline(__always) package static func fold(_ b: UInt8) -> UInt8 { b >= 0x41 && b <= 0x5A ? b | 0x20 : b }
 
-    @inline(__always) static func equalAt(
+    @inlinable @inline(__always) package static func equalAt(
         _ s: UnsafeRawBufferPointer, _ at: Int, _ p: UnsafeRawBufferPointer, noCase: Bool
     ) -> Bool {
         if !noCase {
@@ -448,16 +446,16 @@ enum RawStrings {
         return true
     }
 
-    static func hasPrefix(_ s: UnsafeRawBufferPointer, _ p: UnsafeRawBufferPointer, noCase: Bool) -> Bool {
+    @inlinable package static func hasPrefix(_ s: UnsafeRawBufferPointer, _ p: UnsafeRawBufferPointer, noCase: Bool) -> Bool {
         p.count <= s.count && equalAt(s, 0, p, noCase: noCase)
     }
 
-    static func hasSuffix(_ s: UnsafeRawBufferPointer, _ p: UnsafeRawBufferPointer, noCase: Bool) -> Bool {
+    @inlinable package static func hasSuffix(_ s: UnsafeRawBufferPointer, _ p: UnsafeRawBufferPointer, noCase: Bool) -> Bool {
         p.count <= s.count && equalAt(s, s.count - p.count, p, noCase: noCase)
     }
 
     /// Byte-wise substring search; the empty pattern is in every string. `p` is folded already when `noCase`.
-    static func contains(_ s: UnsafeRawBufferPointer, _ p: UnsafeRawBufferPointer, noCase: Bool) -> Bool {
+    package static func contains(_ s: UnsafeRawBufferPointer, _ p: UnsafeRawBufferPointer, noCase: Bool) -> Bool {
         if p.isEmpty { return true }
         if p.count > s.count { return false }
         if !noCase { return ByteSearch.contains(s, p) }
@@ -479,8 +477,8 @@ enum RawStrings {
 /// ``evaluate(_:)`` return `nil`, and the caller takes the general path (``RecordFields`` and
 /// ``RecordTest``), which gives the answer or the `corrupt` error. So a non-`nil` answer is always the
 /// general path's answer for the same bytes.
-struct SimpleRecordTest {
-    enum Kind {
+@usableFromInline package struct SimpleRecordTest {
+    @usableFromInline package enum Kind {
         /// A boolean column compared with a boolean literal.
         case bool(Bool)
         /// An integer column compared with an integer literal.
@@ -491,19 +489,19 @@ struct SimpleRecordTest {
         case string(QueryPredicate.StringOperator)
     }
 
-    let column: Int
+    @usableFromInline package let column: Int
     /// The table's width (a record never holds more columns).
-    let width: Int
-    let kind: Kind
-    let op: QueryPredicate.ComparisonOperator
-    let columnFirst: Bool
+    @usableFromInline package let width: Int
+    @usableFromInline package let kind: Kind
+    @usableFromInline package let op: QueryPredicate.ComparisonOperator
+    @usableFromInline package let columnFirst: Bool
     /// The literal's bytes for the string kinds (owned by the ``RecordFilter``).
-    let pattern: UnsafeRawBufferPointer
+    @usableFromInline package let pattern: UnsafeRawBufferPointer
     /// For a boolean column: the answer when it holds true, and when it holds false.
-    let ifTrue: Bool
-    let ifFalse: Bool
+    @usableFromInline package let ifTrue: Bool
+    @usableFromInline package let ifFalse: Bool
 
-    init(
+    package init(
         column: Int, width: Int, kind: Kind, op: QueryPredicate.ComparisonOperator, columnFirst: Bool,
         pattern: UnsafeRawBufferPointer
     ) {
@@ -528,7 +526,7 @@ struct SimpleRecordTest {
     }
 
     /// The fast form of `test`, or `nil` when it has none. `store` allocates the pattern's bytes.
-    static func make(_ test: RecordTest, schema: TableSchema, store: ([UInt8]) -> UnsafeRawBufferPointer) -> SimpleRecordTest? {
+    package static func make(_ test: RecordTest, schema: TableSchema, store: ([UInt8]) -> UnsafeRawBufferPointer) -> SimpleRecordTest? {
         let width = schema.columns.count
         // A record's column count is read as one byte.
         guard width < 0x80 else { return nil }
@@ -552,7 +550,7 @@ struct SimpleRecordTest {
     /// The offset of the tested column's tag in `record` (whose bytes are `base..<base + end`), or -1
     /// when the record is unusual in any way (the general path decides): a header of another shape,
     /// a column that cannot be skipped cheaply (json, a long int), a length beyond the end.
-    @inline(__always) func columnOffset(_ base: UnsafeRawPointer, _ end: Int) -> Int {
+    @inlinable @inline(__always) package func columnOffset(_ base: UnsafeRawPointer, _ end: Int) -> Int {
         var i: Int
         if end >= 9 {
             // The version byte and the row number (at most 7 bytes here) in one 8-byte load: the row
@@ -592,7 +590,7 @@ struct SimpleRecordTest {
     /// header is of another shape (a column count of more than one byte, beyond the table's width, or
     /// with its tags past the end; a record too short to hold the column). The general path reads
     /// the same header, and a tag without payload (null, false, true) alone.
-    @inline(__always) func tagOffsetInTagsFirst(_ base: UnsafeRawPointer, _ end: Int) -> Int {
+    @inlinable @inline(__always) package func tagOffsetInTagsFirst(_ base: UnsafeRawPointer, _ end: Int) -> Int {
         guard end >= 2 else { return -1 }
         let count = Int(base.load(fromByteOffset: 1, as: UInt8.self))
         // column < count <= width (so the count is a one-byte varint), and the tags within the end.
@@ -603,7 +601,7 @@ struct SimpleRecordTest {
     /// For a version-2 record: the offset of the tested column's payload, or -1 when the record is
     /// unusual in any way (see ``columnOffset(_:_:)``): past the tags, the row number, then the payloads
     /// of the columns before the tested one, skipped by their tags.
-    @inline(__always) func payloadOffsetInTagsFirst(_ base: UnsafeRawPointer, _ end: Int) -> Int {
+    @inlinable @inline(__always) package func payloadOffsetInTagsFirst(_ base: UnsafeRawPointer, _ end: Int) -> Int {
         guard tagOffsetInTagsFirst(base, end) >= 0 else { return -1 }
         var i = 2 &+ Int(base.load(fromByteOffset: 1, as: UInt8.self))
         guard RecordCodec.skipRawRowNumber(base, &i, end) else { return -1 }
@@ -619,7 +617,7 @@ struct SimpleRecordTest {
     /// one-pass test skips the columns before its own; `false` for a value it does not skip cheaply
     /// (json), an unknown tag, a malformed varint or a length that runs past the end. A one-byte length is not
     /// checked against the end here: whatever reads at `i` next checks it.
-    @inline(__always) static func skipPayload(_ tag: UInt8, _ base: UnsafeRawPointer, _ i: inout Int, _ end: Int) -> Bool {
+    @inlinable @inline(__always) package static func skipPayload(_ tag: UInt8, _ base: UnsafeRawPointer, _ i: inout Int, _ end: Int) -> Bool {
         if tag | 2 == RecordCodec.Tag.binary {
             // A string or binary value (tags 5 and 7): its length, then its bytes.
             guard i < end else { return false }
@@ -644,7 +642,7 @@ struct SimpleRecordTest {
     /// ``evaluate(_:)`` for the `.bool` kind (what `count` runs per record): the answer for each of
     /// the column's tags is known before the walk. In a version-2 record the tag is read at its
     /// fixed offset.
-    @inline(__always) func boolAnswer(_ base: UnsafeRawPointer, _ end: Int) -> Bool? {
+    @inlinable @inline(__always) package func boolAnswer(_ base: UnsafeRawPointer, _ end: Int) -> Bool? {
         let at = end > 0 && base.load(as: UInt8.self) == RecordCodec.tagsFirstVersion
             ? tagOffsetInTagsFirst(base, end) : columnOffset(base, end)
         guard at >= 0 else { return nil }
@@ -656,61 +654,8 @@ struct SimpleRecordTest {
         }
     }
 
-    /// The number of records from the cursor's current entry (`rc`, `kv`, `dv`: the result of the
-    /// last `mdb_cursor_get`) to the end that match, for the `.bool` kind: ``boolAnswer(_:_:)`` per
-    /// record, `general` (``RecordFilter/matchesInGeneral(_:)``) when it cannot answer. Leaves in `rc`
-    /// the code that ended the walk.
-    func countBool(
-        _ cursor: OpaquePointer, _ rc: inout Int32, _ kv: inout MDB_val, _ dv: inout MDB_val, general: RecordFilter
-    ) throws -> Int {
-        // The walk's state and the test in locals (written back at the end): through the `inout`
-        // parameters and `self` they were stored and loaded again for every record.
-        var n = 0
-        var code = rc
-        var key = kv
-        var data = dv
-        defer {
-            rc = code
-            kv = key
-            dv = data
-        }
-        let test = self
-        // A version-2 record is answered from its first two bytes (version, column count) and the
-        // tested column's tag, as ``tagOffsetInTagsFirst(_:_:)`` and ``boolAnswer(_:_:)`` do: the
-        // count is within column + 1 ... width (so it is a one-byte varint) and the tags within the
-        // record; the answers for tags 0 (null), 1 (false) and 2 (true) are bits 0, 1 and 2.
-        let minimumCount = UInt(bitPattern: column &+ 1)
-        let counts = UInt(bitPattern: width &- column)
-        let tagAt = 2 &+ column
-        let answers = (ifFalse ? 2 : 0) | (ifTrue ? 4 : 0)
-        while code == 0 {
-            let end = data.mv_size
-            if end >= 2, let base = UnsafeRawPointer(data.mv_data) {
-                let header = UInt16(littleEndian: base.loadUnaligned(as: UInt16.self))
-                let count = UInt(header &>> 8)
-                if UInt8(truncatingIfNeeded: header) == RecordCodec.tagsFirstVersion, count &- minimumCount < counts,
-                    count &+ 2 <= UInt(bitPattern: end)
-                {
-                    let tag = base.load(fromByteOffset: tagAt, as: UInt8.self)
-                    if tag <= RecordCodec.Tag.true {
-                        n &+= (answers &>> Int(tag)) & 1
-                        code = mdb_cursor_get(cursor, &key, &data, MDB_NEXT)
-                        continue
-                    }
-                }
-            }
-            if let base = UnsafeRawPointer(data.mv_data), let answer = test.boolAnswer(base, end) {
-                if answer { n &+= 1 }
-            } else if try general.matchesInGeneral(UnsafeRawBufferPointer(start: data.mv_data, count: end)) {
-                n &+= 1
-            }
-            code = mdb_cursor_get(cursor, &key, &data, MDB_NEXT)
-        }
-        return n
-    }
-
     /// Whether `record` matches, or `nil` when the general path must decide.
-    @inline(__always) func evaluate(_ record: UnsafeRawBufferPointer) -> Bool? {
+    @inlinable @inline(__always) package func evaluate(_ record: UnsafeRawBufferPointer) -> Bool? {
         guard let base = record.baseAddress else { return nil }
         let end = record.count
         if case .bool = kind { return boolAnswer(base, end) }
@@ -759,20 +704,20 @@ struct SimpleRecordTest {
 /// Filters stored records for a query: the predicate is tested on the record's bytes
 /// (``RecordTest``, or ``SimpleRecordTest`` first for one comparison); only the rows that match and
 /// are returned are decoded whole.
-final class RecordFilter {
-    let schema: TableSchema
-    let predicate: ResolvedPredicate
-    let test: RecordTest
+package final class RecordFilter {
+    package let schema: TableSchema
+    package let predicate: ResolvedPredicate
+    package let test: RecordTest
     private let fields: RecordFields
     /// Whether the test reads any column.
     private let reads: Bool
     /// Scratch row for the general tests (behind a pointer: no exclusivity check per record).
     private let row: UnsafeMutablePointer<[Value]>
     /// The one-pass form of ``test``, when it has one.
-    let simple: SimpleRecordTest?
+    package let simple: SimpleRecordTest?
     private var patternStorage: UnsafeMutableRawBufferPointer?
 
-    init(_ predicate: ResolvedPredicate, schema: TableSchema) {
+    package init(_ predicate: ResolvedPredicate, schema: TableSchema) {
         self.schema = schema
         self.predicate = predicate
         let test = RecordTest(predicate)
@@ -798,122 +743,68 @@ final class RecordFilter {
         patternStorage?.deallocate()
     }
 
-    convenience init(_ query: ResolvedQuery) { self.init(query.predicate, schema: query.schema) }
+    package convenience init(_ query: ResolvedQuery) { self.init(query.predicate, schema: query.schema) }
 
     /// Whether the predicate has a one-pass form (``SimpleRecordTest``).
-    var hasOnePassTest: Bool { simple != nil }
+    package var hasOnePassTest: Bool { simple != nil }
 
     /// Whether the predicate is always true.
-    var isTrue: Bool {
+    package var isTrue: Bool {
         if case .constant(true) = test { return true }
         return false
     }
 
     /// Whether `record` matches the predicate.
-    @inline(__always) func matches(_ record: UnsafeRawBufferPointer) throws -> Bool {
+    @inlinable @inline(__always) package func matches(_ record: UnsafeRawBufferPointer) throws -> Bool {
         if let simple, let answer = simple.evaluate(record) { return answer }
         return try matchesInGeneral(record)
     }
 
     /// ``matches(_:)`` with the one-pass test passed in (a local of the caller's loop).
-    @inline(__always) func matches(_ record: UnsafeRawBufferPointer, _ simple: SimpleRecordTest?) throws -> Bool {
+    @inlinable @inline(__always) package func matches(_ record: UnsafeRawBufferPointer, _ simple: SimpleRecordTest?) throws -> Bool {
         if let simple, let answer = simple.evaluate(record) { return answer }
         return try matchesInGeneral(record)
     }
 
     /// ``matches(_:)`` without the one-pass test (also what the tests compare it with).
-    func matchesInGeneral(_ record: UnsafeRawBufferPointer) throws -> Bool {
+    package func matchesInGeneral(_ record: UnsafeRawBufferPointer) throws -> Bool {
         if case .constant(let b) = test { return b }
         if reads { try fields.locate(record) }
         return try test.matches(fields, row: &row.pointee)
     }
 }
 
-/// Tests a predicate on an index entry's key alone, when the key's components carry every column
-/// the predicate reads: the components are decoded back into values and the shared evaluator runs
-/// on them. Each decoded component is encoded again and compared with the key's bytes, so a key
-/// this decoder does not understand (a truncated long key, a NOCASE component, another encoding)
-/// gives `nil` — the caller then reads the row.
-final class IndexKeyTest {
-    let predicate: ResolvedPredicate
-    let schema: TableSchema
-    /// The components to decode, in key order: (column, whether the predicate reads it).
-    private let components: [(column: Int, needed: Bool)]
-    private var row: [Value]
-    private var scratch: [UInt8] = []
-
-    /// `nil` when the predicate reads a column that is not a plain (case-sensitive) component.
-    init?(index: IndexDefinition, predicate: ResolvedPredicate, schema: TableSchema) {
-        let needed = Set(predicate.columns.members)
-        var components: [(column: Int, needed: Bool)] = []
-        var covered = Set<Int>()
-        for c in index.components {
-            if needed.isSubset(of: covered) { break }
-            if c.noCase || c.descending { return nil }
-            components.append((c.column, needed.contains(c.column)))
-            covered.insert(c.column)
-        }
-        guard needed.isSubset(of: covered) else { return nil }
-        self.predicate = predicate
-        self.schema = schema
-        self.components = components
-        row = Array(repeating: .null, count: schema.columns.count)
-        scratch.reserveCapacity(64)
+extension ResolvedPredicate {
+    /// The columns the predicate reads.
+    package var columns: ColumnSet {
+        var set = ColumnSet()
+        collectColumns(into: &set)
+        return set
     }
 
-    /// Whether the entry's row matches, or `nil` when the key cannot tell.
-    func matches(_ key: UnsafeRawBufferPointer) -> Bool? {
-        var offset = 0
-        for c in components {
-            guard let n = KeyCodec.componentLength(key, at: offset) else { return nil }
-            let bytes = UnsafeRawBufferPointer(rebasing: key[offset..<(offset + n)])
-            offset += n
-            guard c.needed else { continue }
-            guard let v = IndexKeyTest.decode(bytes, type: schema.columns[c.column].type) else { return nil }
-            scratch.removeAll(keepingCapacity: true)
-            KeyCodec.appendComponent(v, into: &scratch)
-            guard scratch.elementsEqual(bytes) else { return nil }
-            row[c.column] = v
+    package func collectColumns(into set: inout ColumnSet) {
+        switch self {
+        case .constant: break
+        case .and(let ps), .or(let ps): for p in ps { p.collectColumns(into: &set) }
+        case .not(let p): p.collectColumns(into: &set)
+        case .compare(let l, _, let r, _), .string(_, let l, let r, _):
+            l.collectColumns(into: &set)
+            r.collectColumns(into: &set)
+        case .isNull(let e), .isNotNull(let e), .in(let e, _, _): e.collectColumns(into: &set)
         }
-        return predicate.matches(row)
     }
+}
 
-    /// The value of one component as ``KeyCodec/appendComponent(_:into:)`` wrote it for a column
-    /// of `type`, or `nil` for a component it cannot hold.
-    static func decode(_ bytes: UnsafeRawBufferPointer, type: ColumnType) -> Value? {
-        guard let tag = bytes.first else { return nil }
-        func fixed() -> UInt64? {
-            guard bytes.count == 9 else { return nil }
-            var v: UInt64 = 0
-            for k in 1..<9 { v = v << 8 | UInt64(bytes[k]) }
-            return v
-        }
-        func double(_ u: UInt64) -> Double { Double(bitPattern: u & (1 << 63) != 0 ? u & ~(1 << 63) : ~u) }
-        func unescaped() -> [UInt8]? {
-            // tag, escaped bytes (0x00 as 00 FF), then the terminator 00 01.
-            let end = bytes.count - 2
-            guard end >= 1 else { return nil }
-            var out: [UInt8] = []
-            out.reserveCapacity(end)
-            var i = 1
-            while i < end {
-                let b = bytes[i]
-                out.append(b)
-                i += b == 0 ? 2 : 1
-            }
-            return out
-        }
-        switch (tag, type) {
-        case (KeyCodec.Tag.null, _): return bytes.count == 1 ? .null : nil
-        case (KeyCodec.Tag.bool, .boolean): return bytes.count == 2 ? .bool(bytes[1] != 0) : nil
-        case (KeyCodec.Tag.number, .integer): return fixed().map { .int(Int64(bitPattern: $0 ^ (1 << 63))) }
-        case (KeyCodec.Tag.number, .double): return fixed().map { .double(double($0)) }
-        case (KeyCodec.Tag.date, .date): return fixed().map { .date(Date(timeIntervalSinceReferenceDate: double($0))) }
-        case (KeyCodec.Tag.string, .string):
-            guard let raw = unescaped(), let s = String(validating: raw, as: UTF8.self) else { return nil }
-            return .string(s)
-        case (KeyCodec.Tag.binary, .binary): return unescaped().map { .binary($0) }
-        default: return nil
+extension ResolvedExpression {
+    package func collectColumns(into set: inout ColumnSet) {
+        switch self {
+        case .column(let n, _, _): set.insert(n)
+        case .literal: break
+        case .arithmetic(_, let l, let r, _):
+            l.collectColumns(into: &set)
+            r.collectColumns(into: &set)
+        case .toLower(let e), .toUpper(let e), .length(let e): e.collectColumns(into: &set)
+        case .function(_, let args, _): for a in args { a.collectColumns(into: &set) }
         }
     }
 }
