@@ -15,6 +15,9 @@ enum KVPlan {
     /// `exact`: every entry of the range matches the predicate (it is the range's equalities and
     /// nothing else), so the entries need no test.
     case walk(KVIndexSpec, KeyRange, reverse: Bool, need: Int, groupComponents: Int, exact: Bool)
+    /// Rows of a table with integer ids, stored in id order: a range of row keys, read in order (reversed
+    /// when `reverse`) until `need` matches are out (all of the range when `nil`).
+    case idRange(KeyRange, reverse: Bool, need: Int?)
     case scan
 
     struct KeyRange: Hashable {
@@ -25,7 +28,7 @@ enum KVPlan {
     var accessPath: QueryAccessPath {
         switch self {
         case .noRows: return .noRows
-        case .ids: return .primaryKey
+        case .ids, .idRange: return .primaryKey
         case .ranges(let spec, _), .walk(let spec, _, _, _, _, _): return .index(spec.name)
         case .scan: return .fullScan
         }
@@ -147,6 +150,28 @@ enum KVPlan {
                 return exact ? walk.exactly : walk
             }
             return .ranges(best.spec, best.ranges)
+        }
+        // Integer ids (the operations queue's): rows are stored in id order, so a range on the id, or a
+        // top list sorted on it, reads them in order (the queue's head and its largest id, one row each).
+        let id = schema.idIndex
+        if schema.columns[id].type == .integer {
+            let sortedById = query.sort.first?.column == id
+            var need: Int?
+            if sortedById, !query.includeTotalCount, let top = query.top {
+                let n = query.skip.addingReportingOverflow(top)
+                if !n.overflow { need = n.partialValue }
+            }
+            if lower[id] != nil || upper[id] != nil || need != nil {
+                let prefix = KVKeys.rows(table.number)
+                func key(_ v: Value) -> [UInt8] {
+                    var k = prefix
+                    KeyCodec.appendId(v, into: &k)
+                    return k
+                }
+                let from = lower[id].map { $0.inclusive ? key($0.0) : end(of: key($0.0)) } ?? prefix
+                let to = upper[id].map { $0.inclusive ? end(of: key($0.0)) : key($0.0) } ?? end(of: prefix)
+                return .idRange(KeyRange(lower: from, upper: to), reverse: sortedById && query.sort[0].descending, need: need)
+            }
         }
         // A top list sorted on the first column of an index: walk the whole index.
         for spec in table.specs {
@@ -297,6 +322,11 @@ struct KVReads<Reader: OrderedKeyValueReader> {
                 }
                 try addEntry(spec, value)
                 return true
+            }
+        case .idRange(let range, let reverse, let need):
+            try reader.scan(from: range.lower, to: range.upper, reverse: reverse) { _, value in
+                try add(value)
+                return need.map { rows.count < $0 } ?? true
             }
         case .scan:
             let prefix = KVKeys.rows(table.number)

@@ -72,4 +72,34 @@ struct KVWalkTests {
             }
         }
     }
+
+    @Test("integer ids (the operations queue): ranges on the id and lists sorted on it read the rows in id order, as far as needed")
+    func integerIdRanges() throws {
+        let store = try KVStore(engine: InMemoryKVEngine())
+        let reference = try InMemoryStore()
+        let ops = store.systemTableNames.operations
+        for s in [store as any LocalStore, reference] {
+            try s.defineTable(Self.schema)
+            for n in 0..<120 { try s.enqueue(.insert, ["id": .string("q\(n)"), "a": .int(Int64(n % 3))], into: "T") }
+            for id in stride(from: 5, to: 120, by: 7) { try s.removeOperation(id: Int64(id)) }
+        }
+        let queries = [
+            Query(ops, where: Field("id") > 30, sort: [SortKey("id")], top: 1),  // the queue's head after 30
+            Query(ops, sort: [SortKey("id", .descending)], top: 1),  // the largest id
+            Query(ops, where: .and([Field("id") >= 12, Field("id") < 40])),
+            Query(ops, where: .and([Field("id") > 3, Field("itemId") != "q50"]), sort: [SortKey("id", .descending)], skip: 2, top: 3),
+            Query(ops, where: Field("id") <= 5, sort: [SortKey("id")], top: 5),
+            Query(ops, where: Field("id") > 1_000, sort: [SortKey("id")], top: 1),
+            Query(ops, where: Field("itemId") != "q3", top: 4),  // no sort: id order
+        ]
+        for query in queries {
+            #expect(try store.read(query).items.map { $0["id"] } == reference.read(query).items.map { $0["id"] }, "\(query)")
+            #expect(try store.accessPath(for: query) == .primaryKey, "\(query)")
+        }
+        #expect(try store.nextOperation(after: 4)?.id == 6)
+        #expect(try store.operation(after: 117)?.id == 118)
+        // A count still reads the whole range; an unbounded query without a top list is a scan.
+        #expect(try store.read(Query(ops, where: Field("id") > 100, top: 0, includeTotalCount: true)).totalCount == 17)  // 101...120 but 103, 110, 117
+        #expect(try store.accessPath(for: Query(ops, where: Field("itemId") != "q3")) == .fullScan)
+    }
 }

@@ -8,7 +8,7 @@ import RocksDBStore
 // contains a word, every row tested), reads by id and upserts, on N records (default 100,000).
 // Both commit with a flush to disk. Usage: rocksdb-example-bench [records]
 let records = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 100_000
-let workloads: [Workload] = [.queryIndexed, .queryScan, .readById, .upsert]
+let workloads: [Workload] = [.queryIndexed, .queryScan, .readById, .upsert, .enqueue, .pushCycle]
 let backends = [
     BenchBackend.persistent(name: "lmdb", baseline: nil, file: "store.lmdb") { try LMDBStore(path: $0) },
     BenchBackend.persistent(name: "rocksdb", baseline: nil, file: "rocksdb") { try RocksDBStore.open(directory: $0) },
