@@ -53,6 +53,26 @@ struct KVIndexSpec: Codable, Hashable, Sendable {
     /// Whether each entry holds the row's record after its id key (``KVTable/entryValue(_:idKey:record:)``),
     /// so that a query through the index reads no row.
     var covering: Bool? = nil
+    /// Per component, whether it holds a string's NOCASE key (`Collation.noCaseKey`) rather than the string:
+    /// such a component answers equalities ignoring case (and case-sensitive ones as a superset), never
+    /// ranges or sorts. `nil`: none does.
+    var noCase: [Bool]? = nil
+
+    /// Whether component `i` holds NOCASE keys.
+    func isNoCase(_ i: Int) -> Bool { noCase.map { i < $0.count && $0[i] } ?? false }
+
+    /// `value` as stored in component `i`.
+    func component(_ value: Value, _ i: Int) -> Value {
+        if case .string(let s) = value, isNoCase(i) { return .string(Collation.noCaseKey(s)) }
+        return value
+    }
+
+    /// The index KVStore keeps on the operations table: an item's queued operations, its id matched ignoring
+    /// case (`pendingOperations(table:itemId:)`, the collapse rules' lookup on every enqueue).
+    static func itemOperations(_ schema: TableSchema, number: UInt16) -> KVIndexSpec? {
+        guard let table = schema.index(ofColumn: "table"), let item = schema.index(ofColumn: "itemId") else { return nil }
+        return KVIndexSpec(number: number, name: "itemOperations", columns: [table, item], descending: [false, false], noCase: [false, true])
+    }
 }
 
 /// A table's definition as stored.
@@ -119,11 +139,12 @@ struct KVTable: Sendable {
     /// The entry of `row` in `spec`: its key, whose value is the id key.
     func entryKey(_ spec: KVIndexSpec, _ row: [Value], idKey: [UInt8]) -> [UInt8] {
         var key = KVKeys.index(number, spec.number)
-        for (column, descending) in zip(spec.columns, spec.descending) {
+        for (i, (column, descending)) in zip(spec.columns, spec.descending).enumerated() {
+            let value = spec.component(row[column], i)
             if descending {
-                KeyCodec.appendDescendingComponent(row[column], into: &key)
+                KeyCodec.appendDescendingComponent(value, into: &key)
             } else {
-                KeyCodec.appendComponent(row[column], into: &key)
+                KeyCodec.appendComponent(value, into: &key)
             }
         }
         key.append(contentsOf: idKey)

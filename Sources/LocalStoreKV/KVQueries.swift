@@ -61,6 +61,8 @@ enum KVPlan {
         let schema = table.schema
         if let ids = schema.idLookup(parts) { return .ids(ids) }
         var equal: [Int: [Value]] = [:]
+        // Equalities ignoring case (string columns): only a NOCASE component answers them.
+        var equalNoCase: [Int: [Value]] = [:]
         var lower: [Int: (Value, inclusive: Bool)] = [:]
         var upper: [Int: (Value, inclusive: Bool)] = [:]
         func record(_ n: Int, _ type: ColumnType, _ op: QueryPredicate.ComparisonOperator, _ v: Value) {
@@ -83,6 +85,9 @@ enum KVPlan {
                 if bounds.count == vs.count { equal[n] = bounds }
             case .isNull(.column(let n, _, _)) where equal[n] == nil:
                 equal[n] = [.null]
+            case .compare(.column(let n, .string, false), .equal, .literal(.string(let v), _), true),
+                .compare(.literal(.string(let v), _), .equal, .column(let n, .string, false), true):
+                if equalNoCase[n] == nil { equalNoCase[n] = [.string(v)] }
             default:
                 continue
             }
@@ -93,19 +98,21 @@ enum KVPlan {
             var prefixes = [KVKeys.index(table.number, spec.number)]
             var equalities = 0
             var range: (lower: (Value, inclusive: Bool)?, upper: (Value, inclusive: Bool)?, descending: Bool)?
-            for (column, descending) in zip(spec.columns, spec.descending) {
-                if let values = equal[column], prefixes.count * values.count <= maximumRanges {
+            for (i, (column, descending)) in zip(spec.columns, spec.descending).enumerated() {
+                // A NOCASE component answers an equality ignoring case, and a case-sensitive one as a superset.
+                let wanted = spec.isNoCase(i) ? (equalNoCase[column] ?? equal[column]) : equal[column]
+                if let values = wanted, prefixes.count * values.count <= maximumRanges {
                     prefixes = prefixes.flatMap { p in
                         values.map { v in
                             var key = p
-                            append(v, descending: descending, to: &key)
+                            append(spec.component(v, i), descending: descending, to: &key)
                             return key
                         }
                     }
                     equalities += 1
                     continue
                 }
-                if lower[column] != nil || upper[column] != nil { range = (lower[column], upper[column], descending) }
+                if !spec.isNoCase(i), lower[column] != nil || upper[column] != nil { range = (lower[column], upper[column], descending) }
                 break
             }
             // Between equal constraints, an index whose order answers the sort (a walk that stops early) wins.
@@ -135,7 +142,7 @@ enum KVPlan {
             if best.ranges.count == 1, let walk = walk(query, best.spec, best.ranges[0], equalities: best.equalities) {
                 // Exact when every conjunct is one of the range's equalities (no conversion, no other value).
                 let fixed = Set(best.spec.columns.prefix(best.equalities))
-                let exact = !best.hasRange && parts.allSatisfy { p in
+                let exact = !best.hasRange && best.spec.noCase == nil && parts.allSatisfy { p in
                     switch p {
                     case .compare(.column(let n, let type, false), .equal, .literal(let v, _), false),
                         .compare(.literal(let v, _), .equal, .column(let n, let type, false), false):
@@ -186,8 +193,9 @@ enum KVPlan {
     static func walk(_ query: ResolvedQuery, _ spec: KVIndexSpec, _ range: KeyRange, equalities: Int) -> KVPlan? {
         guard let top = query.top, !query.includeTotalCount, equalities < spec.columns.count else { return nil }
         let fixed = Set(spec.columns.prefix(equalities))
+        // A NOCASE component's keys are not in the column's order.
         guard let key = query.sort.first(where: { !fixed.contains($0.column) }), !key.noCase,
-            key.column == spec.columns[equalities]
+            key.column == spec.columns[equalities], !spec.isNoCase(equalities)
         else { return nil }
         let need = query.skip.addingReportingOverflow(top)
         guard !need.overflow else { return nil }

@@ -220,6 +220,19 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
                 try KVCatalog.write(record, version: catalog.version, writer)
                 catalog.tables[Identifier.fold(schema.name)] = KVTable(record)
             }
+            // The operations table's index of an item's operations (added to a store made without it).
+            if let operations = catalog.tables[Identifier.fold(systemTableNames.operations)],
+                !operations.specs.contains(where: { $0.name == "itemOperations" }),
+                let spec = KVIndexSpec.itemOperations(operations.schema, number: (operations.specs.map(\.number).max() ?? 0) + 1)
+            {
+                var record = operations.record
+                record.specs.append(spec)
+                let table = KVTable(record)
+                try Self.index(table, [spec], writer)
+                catalog.version += 1
+                try KVCatalog.write(record, version: catalog.version, writer)
+                catalog.tables[Identifier.fold(record.name)] = table
+            }
             return (catalog, try KVCatalog.readNumber(KVKeys.commits, writer))
         }
         cachedCatalog = catalog
@@ -362,23 +375,25 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
                 if let existing, existing.schema == merged, added.isEmpty { return }
                 let number = existing?.number ?? catalog.nextTableNumber
                 let table = KVTable(KVTableRecord(number: number, schema: merged, specs: specs))
-                if existing != nil, !added.isEmpty {
-                    // Index the rows already there.
-                    let prefix = KVKeys.rows(number)
-                    var entries: [[UInt8]: [UInt8]] = [:]
-                    try writer.scan(from: prefix, to: KVPlan.end(of: prefix), reverse: false) { key, value in
-                        let row = try table.decode(value)
-                        let idKey = Array(key[prefix.count...])
-                        let record = Array(value)
-                        for spec in added { entries[table.entryKey(spec, row, idKey: idKey)] = table.entryValue(spec, idKey: idKey, record: record) }
-                        return true
-                    }
-                    for (key, value) in entries { try writer.put(key, value) }
-                }
+                if existing != nil, !added.isEmpty { try Self.index(table, added, writer) }
                 catalog.version += 1
                 try KVCatalog.write(table.record, version: catalog.version, writer)
             }
         }
+    }
+
+    /// Writes the entries of `specs` for the rows `table` already holds.
+    private static func index(_ table: KVTable, _ specs: [KVIndexSpec], _ writer: Engine.Writer) throws {
+        let prefix = KVKeys.rows(table.number)
+        var entries: [[UInt8]: [UInt8]] = [:]
+        try writer.scan(from: prefix, to: KVPlan.end(of: prefix), reverse: false) { key, value in
+            let row = try table.decode(value)
+            let idKey = Array(key[prefix.count...])
+            let record = Array(value)
+            for spec in specs { entries[table.entryKey(spec, row, idKey: idKey)] = table.entryValue(spec, idKey: idKey, record: record) }
+            return true
+        }
+        for (key, value) in entries { try writer.put(key, value) }
     }
 
     /// Closes the store once the calls running on other threads are done; then closes the engine.

@@ -102,4 +102,40 @@ struct KVWalkTests {
         #expect(try store.read(Query(ops, where: Field("id") > 100, top: 0, includeTotalCount: true)).totalCount == 17)  // 101...120 but 103, 110, 117
         #expect(try store.accessPath(for: Query(ops, where: Field("itemId") != "q3")) == .fullScan)
     }
+
+    @Test("the operations table's index of an item's operations: used ignoring case, and added to a store made without it")
+    func itemOperationsIndex() throws {
+        let engine = InMemoryKVEngine()
+        let store = try KVStore(engine: engine)
+        let reference = try InMemoryStore()
+        let ops = store.systemTableNames.operations
+        for s in [store as any LocalStore, reference] {
+            try s.defineTable(Self.schema)
+            for n in 0..<60 { try s.enqueue(.insert, ["id": .string("Item\(n)"), "a": .int(Int64(n))], into: "T") }
+            try s.enqueue(.update, ["id": "ITEM7", "a": 70], into: "T")  // collapses into Item7's insert
+        }
+        let lookup = Query(ops, where: .and([Field("table") == "T", Field("itemId").equalsIgnoringCase("item7")]))
+        func check(_ store: KVStore<InMemoryKVEngine>, _ label: String) throws {
+            #expect(try store.accessPath(for: lookup) == .index("itemOperations"), "\(label)")
+            for id in ["item7", "ITEM7", "Item59", "nothing"] {
+                #expect(try store.pendingOperations(table: "T", itemId: id) == reference.pendingOperations(table: "T", itemId: id), "\(label) \(id)")
+            }
+            #expect(try store.read(lookup).items.map { $0["id"] } == reference.read(lookup).items.map { $0["id"] }, "\(label)")
+            // A case-sensitive equality reads the same entries, then tests them.
+            let exact = Query(ops, where: .and([Field("table") == "T", Field("itemId") == "item7"]))
+            #expect(try store.read(exact).items.isEmpty && store.accessPath(for: exact) == .index("itemOperations"), "\(label)")
+        }
+        try check(store, "new store")
+        // A store written before the index existed: its catalog without it; reopened, the index is built.
+        try store.close()
+        try engine.write { writer in
+            var catalog = try KVCatalog.load(writer)
+            var record = try catalog.table(ops).record
+            record.specs.removeAll { $0.name == "itemOperations" }
+            catalog.version += 1
+            try KVCatalog.write(record, version: catalog.version, writer)
+        }
+        #expect(try engine.read { try KVCatalog.load($0).table(ops).specs.isEmpty })
+        try check(try KVStore(engine: engine), "reopened")
+    }
 }
