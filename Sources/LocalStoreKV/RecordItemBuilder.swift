@@ -15,11 +15,11 @@ import LocalStore
 /// let items = try builder.items(count: records.count) { records[$0] }   // UnsafeRawBufferPointer each
 /// ```
 ///
-/// The items equal what ``RecordCodec/decode(_:schema:)`` followed by `ResolvedQuery.project` (or, for
+/// The items equal what ``RecordCodec/decode(_:schema:)-(UnsafeRawBufferPointer,_)`` followed by `ResolvedQuery.project` (or, for
 /// every column, a read by id) gives: the same keys (the columns' defined spelling), the same values,
 /// null for a column the record is too short to hold. The record is checked exactly as the decoder
 /// checks it, the columns not returned included, so a damaged record is `corrupt` here too, with the
-/// decoder's message (`RecordItemBuilderTests`): a plain record (``fillPlain(_:_:)``) is decoded in one pass
+/// decoder's message (`RecordItemBuilderTests`): a plain record (`fillPlain`) is decoded in one pass
 /// over its bytes, and anything else — a json value, a malformed byte, a value of another type — by
 /// ``RecordCodec/forEachValue(_:schema:idIndex:_:)``, which returns the same values or throws.
 public struct RecordItemBuilder: Sendable {
