@@ -193,6 +193,8 @@ struct KVTable: Sendable {
 struct KVCatalog: Sendable {
     var version: UInt64 = 0
     var tables: [String: KVTable] = [:]
+    /// The plans of the queries read with this catalog (shared by its copies; keyed by version too).
+    var plans = KVPlanCache()
 
     func table(_ name: String) throws -> KVTable {
         guard let t = tables[Identifier.fold(name)] else { throw LocalStoreError.unknownTable(name) }
@@ -237,5 +239,91 @@ struct KVCatalog: Sendable {
         do { data = try encoder.encode(record) } catch { throw LocalStoreError(.internal, "cannot encode the definition of '\(record.name)': \(error)") }
         try writer.put(KVKeys.table(Identifier.fold(record.name)), Array(data))
         try writeNumber(version, KVKeys.version, writer)
+    }
+}
+
+/// The resolved queries and plans of recent reads, so that a query read again (a list refreshed after
+/// every change) is not resolved and planned again. Keyed by the catalog version and the query; at most
+/// ``limit`` entries (emptied when full).
+final class KVPlanCache: Sendable {
+    struct Entry: Sendable {
+        let resolved: ResolvedQuery
+        let plan: KVPlan
+        /// The builder of an exact walk's items.
+        let items: RecordItemBuilder?
+    }
+
+    struct Key: Hashable {
+        let version: UInt64
+        let query: Query
+    }
+
+    static let limit = 64
+    private let entries = LockedValue<[Key: Entry]>([:])
+
+    /// The entry of `query` at `version`, made by `make` when there is none. A query whose equal
+    /// queries may differ from it (``Query/isPlanCacheable(_:)``: non-ASCII strings, json, -0, NaN) is
+    /// never kept.
+    func entry(_ query: Query, version: UInt64, _ make: () throws -> Entry) rethrows -> Entry {
+        guard Query.isPlanCacheable(query) else { return try make() }
+        let key = Key(version: version, query: query)
+        if let found = entries.withLock({ $0[key] }) { return found }
+        let made = try make()
+        entries.withLock { e in
+            if e.count >= Self.limit { e.removeAll(keepingCapacity: true) }
+            e[key] = made
+        }
+        return made
+    }
+}
+
+extension Query {
+    /// Whether a cached entry of `query` can serve every query equal to it. `Query` equality compares
+    /// strings by Unicode canonical equivalence, while names and literals are resolved and encoded as
+    /// bytes: only queries whose strings are all ASCII (where the two agree) and that hold no json
+    /// literal (json objects compare their keys as strings) are kept. Neither are queries with a
+    /// negative zero (equal to zero, but not the same value to every function) or a NaN (never equal).
+    package static func isPlanCacheable(_ query: Query) -> Bool {
+        guard isASCII(query.table), query.sort.allSatisfy({ isASCII($0.field) }) else { return false }
+        if let select = query.select, !select.allSatisfy(isASCII) { return false }
+        return query.predicate.map(isCacheable) ?? true
+    }
+
+    private static func isASCII(_ s: String) -> Bool { s.utf8.allSatisfy { $0 < 0x80 } }
+
+    /// Not NaN and not negative zero: `==` is then the identity of the number.
+    private static func isPlain(_ d: Double) -> Bool { !d.isNaN && !(d == 0 && d.sign == .minus) }
+
+    private static func isCacheable(_ v: Value) -> Bool {
+        switch v {
+        case .string(let s): return isASCII(s)
+        case .json: return false
+        case .double(let d): return isPlain(d)
+        case .date(let d): return isPlain(d.timeIntervalSinceReferenceDate)
+        default: return true
+        }
+    }
+
+    private static func isCacheable(_ p: QueryPredicate) -> Bool {
+        switch p {
+        case .true, .false: return true
+        case .and(let ps), .or(let ps): return ps.allSatisfy(isCacheable)
+        case .not(let p): return isCacheable(p)
+        case .compare(let l, _, let r, _), .string(_, let l, let r, _): return isCacheable(l) && isCacheable(r)
+        case .isNull(let e), .isNotNull(let e): return isCacheable(e)
+        case .in(let e, let vs): return isCacheable(e) && vs.allSatisfy(isCacheable)
+        case .between(let e, let a, let b): return isCacheable(e) && isCacheable(a) && isCacheable(b)
+        }
+    }
+
+    private static func isCacheable(_ e: QueryExpression) -> Bool {
+        switch e {
+        case .field(let name): return isASCII(name)
+        case .literal(let v): return isCacheable(v)
+        case .dateOnly(let d): return isCacheable(.date(d))
+        case .arithmetic(_, let l, let r): return isCacheable(l) && isCacheable(r)
+        case .toLower(let e), .toUpper(let e), .length(let e): return isCacheable(e)
+        case .function(_, let args): return args.allSatisfy(isCacheable)
+        }
     }
 }

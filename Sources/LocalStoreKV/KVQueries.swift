@@ -4,7 +4,7 @@ import LocalStore
 /// then filters, orders, pages and projects them, so every plan returns exactly the evaluator's answer
 /// over all rows as long as it yields a superset of the matches (for ``walk``: every match up to the
 /// last group of the sort key it reached).
-enum KVPlan {
+enum KVPlan: Sendable {
     case noRows
     case ids([Value])
     /// Key ranges `[lower, upper)` of an index.
@@ -20,7 +20,7 @@ enum KVPlan {
     case idRange(KeyRange, reverse: Bool, need: Int?)
     case scan
 
-    struct KeyRange: Hashable {
+    struct KeyRange: Hashable, Sendable {
         var lower: [UInt8]
         var upper: [UInt8]
     }
@@ -231,14 +231,19 @@ struct KVReads<Reader: OrderedKeyValueReader> {
 
     func read(_ query: Query) throws -> ReadResult {
         let table = try catalog.table(query.table)
-        let resolved = try ResolvedQuery(query, schema: table.schema)
-        let plan = KVPlan.make(table, resolved)
-        if case .walk(let spec, let range, let reverse, let need, let groupComponents, exact: true) = plan,
-            let items = try exactWalk(table, resolved, spec, range, reverse: reverse, need: need, groupComponents: groupComponents)
+        let entry = try catalog.plans.entry(query, version: catalog.version) {
+            let resolved = try ResolvedQuery(query, schema: table.schema)
+            let plan = KVPlan.make(table, resolved)
+            var items: RecordItemBuilder?
+            if case .walk(_, _, _, _, _, exact: true) = plan { items = RecordItemBuilder(resolved) }
+            return KVPlanCache.Entry(resolved: resolved, plan: plan, items: items)
+        }
+        if case .walk(let spec, let range, let reverse, let need, let groupComponents, exact: true) = entry.plan, let builder = entry.items,
+            let items = try exactWalk(table, builder, spec, range, reverse: reverse, need: need, groupComponents: groupComponents, skip: entry.resolved.skip)
         {
             return ReadResult(items: items, totalCount: nil)
         }
-        return resolved.apply(toMatching: try matches(table, resolved, plan))
+        return entry.resolved.apply(toMatching: try matches(table, entry.resolved, entry.plan))
     }
 
     /// The length of the first `components` components of an index entry's key, after the index's prefix
@@ -256,7 +261,8 @@ struct KVReads<Reader: OrderedKeyValueReader> {
     /// orders those by id key, which is not the evaluator's id order in every case (a reversed walk,
     /// NOCASE ids holding a NUL), so the shared evaluator orders them instead.
     func exactWalk(
-        _ table: KVTable, _ query: ResolvedQuery, _ spec: KVIndexSpec, _ range: KVPlan.KeyRange, reverse: Bool, need: Int, groupComponents: Int
+        _ table: KVTable, _ builder: RecordItemBuilder, _ spec: KVIndexSpec, _ range: KVPlan.KeyRange, reverse: Bool, need: Int,
+        groupComponents: Int, skip: Int
     ) throws -> [Item]? {
         let start = KVKeys.index(table.number, spec.number).count
         var records: [UInt8] = []
@@ -278,9 +284,9 @@ struct KVReads<Reader: OrderedKeyValueReader> {
             return true
         }
         if tie { return nil }
-        let taken = spans.dropFirst(query.skip)
+        let taken = spans.dropFirst(skip)
         return try records.withUnsafeBytes { bytes in
-            try RecordItemBuilder(query).items(count: taken.count) { UnsafeRawBufferPointer(rebasing: bytes[taken[taken.startIndex + $0]]) }
+            try builder.items(count: taken.count) { UnsafeRawBufferPointer(rebasing: bytes[taken[taken.startIndex + $0]]) }
         }
     }
 

@@ -466,7 +466,7 @@ final class TxnContext {
         // read-by-id plan serves every query returning all columns (no names hashed per query).
         let wholeRows = isWrite ? nil : try environment.readByIdPlan(query.table, in: catalog).items
         let result = try QueryRunner(context: self, table: t, query: q).items(wholeRows: wholeRows)
-        if !isWrite, QueryPlanCache.isCacheable(query) {
+        if !isWrite, Query.isPlanCacheable(query) {
             let entry = CachedQueryPlan(table: t, query: q, plan: result.reusable, wholeRows: wholeRows)
             environment.queryPlans.withLock { $0.keep(entry, for: query, generation: catalog.generation) }
         }

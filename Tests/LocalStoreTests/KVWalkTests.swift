@@ -63,7 +63,8 @@ struct KVWalkTests {
                         #expect(exact == c.exact, "\(label)")
                         guard exact else { return }
                         let items = try KVReads(reader: snapshot, catalog: catalog).exactWalk(
-                            table, resolved, spec, range, reverse: reverse, need: need, groupComponents: components)
+                            table, RecordItemBuilder(resolved), spec, range, reverse: reverse, need: need, groupComponents: components,
+                            skip: resolved.skip)
                         // With ties the walk gives up (the evaluator orders them); without, it answers.
                         #expect((items == nil) == ties, "\(label)")
                         if let items { #expect(items == (try reference.read(c.query).items), "\(label)") }
@@ -137,5 +138,36 @@ struct KVWalkTests {
         }
         #expect(try engine.read { try KVCatalog.load($0).table(ops).specs.isEmpty })
         try check(try KVStore(engine: engine), "reopened")
+    }
+
+    @Test("a query read again reuses its plan until the table is redefined: then the new columns and indexes are used at once")
+    func plansFollowRedefinition() throws {
+        let store = try KVStore(engine: InMemoryKVEngine())
+        let reference = try InMemoryStore()
+        let wider = TableSchema(
+            name: "T", columns: Self.schema.columns + [Column("d", .string)],
+            indexes: Self.schema.indexes + [TableIndex(("d", .ascending))])
+        let lists = [
+            Query("T", where: Field("a") == 1, sort: [SortKey("b", .descending)], top: 3),  // an exact walk
+            Query("T", where: Field("c") == "c2", top: 4),
+            Query("T", where: Field("d") == "new", top: 4),
+        ]
+        for s in [store as any LocalStore, reference] {
+            try s.defineTable(Self.schema)
+            try s.upsert(Self.rows(ties: false), into: "T")
+        }
+        for query in lists.prefix(2) {
+            for _ in 0..<2 { #expect(try store.read(query).items == reference.read(query).items, "\(query)") }
+        }
+        for s in [store as any LocalStore, reference] {
+            try s.defineTable(wider)
+            try s.upsert([["id": "row1", "a": 1, "b": 1.5, "c": "c2", "d": "new"], ["id": "row2", "a": 2, "d": "new"]], into: "T")
+        }
+        for query in lists {
+            let items = try store.read(query).items
+            #expect(items == (try reference.read(query).items), "\(query)")
+            #expect(items.allSatisfy { $0.values.keys.contains("d") }, "the new column is returned: \(query)")
+        }
+        #expect(try store.accessPath(for: lists[2]) == .index("d"))
     }
 }
