@@ -53,7 +53,7 @@ struct KVIndexSpec: Codable, Hashable, Sendable {
     /// Whether each entry holds the row's record after its id key (``KVTable/entryValue(_:idKey:record:)``),
     /// so that a query through the index reads no row.
     var covering: Bool? = nil
-    /// Per component, whether it holds a string's NOCASE key (`Collation.noCaseKey`) rather than the string:
+    /// Per component, whether it holds a string's NOCASE key (`KeyCodec.appendNoCaseComponent`) rather than the string:
     /// such a component answers equalities ignoring case (and case-sensitive ones as a superset), never
     /// ranges or sorts. `nil`: none does.
     var noCase: [Bool]? = nil
@@ -61,10 +61,15 @@ struct KVIndexSpec: Codable, Hashable, Sendable {
     /// Whether component `i` holds NOCASE keys.
     func isNoCase(_ i: Int) -> Bool { noCase.map { i < $0.count && $0[i] } ?? false }
 
-    /// `value` as stored in component `i`.
-    func component(_ value: Value, _ i: Int) -> Value {
-        if case .string(let s) = value, isNoCase(i) { return .string(Collation.noCaseKey(s)) }
-        return value
+    /// Appends component `i` of an entry, holding `value`: ascending, descending (complemented) or NOCASE.
+    func appendComponent(_ value: Value, _ i: Int, into key: inout [UInt8]) {
+        if isNoCase(i) {
+            KeyCodec.appendNoCaseComponent(value, into: &key)
+        } else if descending[i] {
+            KeyCodec.appendDescendingComponent(value, into: &key)
+        } else {
+            KeyCodec.appendComponent(value, into: &key)
+        }
     }
 
     /// The index KVStore keeps on the operations table: an item's queued operations, its id matched ignoring
@@ -113,11 +118,25 @@ struct KVTable: Sendable {
     let schema: TableSchema
     /// Builds the items of reads by id (every column) from records.
     let wholeRows: RecordItemBuilder
+    /// The indexes as the planner sees them, in the order of ``specs`` (each one's `slot` is its position).
+    let indexes: [IndexDefinition]
 
     init(_ record: KVTableRecord) {
         self.record = record
-        schema = record.schema
+        let schema = record.schema
+        self.schema = schema
         wholeRows = RecordItemBuilder(schema: schema)
+        indexes = record.specs.enumerated().map { slot, spec in
+            let components = spec.columns.indices.map {
+                IndexDefinition.Component(column: spec.columns[$0], noCase: spec.isNoCase($0), descending: spec.descending[$0])
+            }
+            // A compound index of the schema reports its resolved name; a column index, its column's.
+            let compound = schema.indexes.first { index in
+                guard index.resolvedName == spec.name, let positions = schema.positions(of: index) else { return false }
+                return positions.map(\.column) == spec.columns && positions.map(\.descending) == spec.descending
+            }
+            return IndexDefinition(database: spec.name, components: components, compound: compound, slot: slot)
+        }
     }
 
     var number: UInt32 { record.number }
@@ -139,14 +158,7 @@ struct KVTable: Sendable {
     /// The entry of `row` in `spec`: its key, whose value is the id key.
     func entryKey(_ spec: KVIndexSpec, _ row: [Value], idKey: [UInt8]) -> [UInt8] {
         var key = KVKeys.index(number, spec.number)
-        for (i, (column, descending)) in zip(spec.columns, spec.descending).enumerated() {
-            let value = spec.component(row[column], i)
-            if descending {
-                KeyCodec.appendDescendingComponent(value, into: &key)
-            } else {
-                KeyCodec.appendComponent(value, into: &key)
-            }
-        }
+        for (i, column) in spec.columns.enumerated() { spec.appendComponent(row[column], i, into: &key) }
         key.append(contentsOf: idKey)
         return key
     }
@@ -248,7 +260,7 @@ struct KVCatalog: Sendable {
 final class KVPlanCache: Sendable {
     struct Entry: Sendable {
         let resolved: ResolvedQuery
-        let plan: KVPlan
+        let plan: QueryPlan
         /// The builder of an exact walk's items.
         let items: RecordItemBuilder?
     }

@@ -86,7 +86,7 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
     func delete(matching query: Query) throws -> (table: String, count: Int) {
         let table = try catalog.table(query.table)
         let resolved = try ResolvedQuery(query, schema: table.schema)
-        let matches = resolved.order(try reads.matches(table, resolved, KVPlan.make(table, resolved))).rows
+        let matches = resolved.order(try reads.matches(table, resolved, try table.plan(resolved))).rows
         try atomically {
             for row in matches { _ = try deleteRow(table, idKey: KeyCodec.idKey(row[table.schema.idIndex])) }
         }
@@ -386,7 +386,7 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
     private static func index(_ table: KVTable, _ specs: [KVIndexSpec], _ writer: Engine.Writer) throws {
         let prefix = KVKeys.rows(table.number)
         var entries: [[UInt8]: [UInt8]] = [:]
-        try writer.scan(from: prefix, to: KVPlan.end(of: prefix), reverse: false) { key, value in
+        try writer.scan(from: prefix, to: KVKeyRange.end(of: prefix), reverse: false) { key, value in
             let row = try table.decode(value)
             let idKey = Array(key[prefix.count...])
             let record = Array(value)

@@ -3,43 +3,6 @@ import Foundation
 import LocalStore
 import LocalStoreKV
 
-/// One index of a table: an LMDB database keyed by the encoded components, then the row's id.
-struct IndexDefinition: Hashable, Sendable {
-    struct Component: Hashable, Sendable {
-        /// The column position.
-        var column: Int
-        /// Whether the component holds the NOCASE form of a string (equality lookups only).
-        var noCase: Bool
-        /// Whether the component's bytes are complemented, so that it sorts in descending order
-        /// (nulls last).
-        var descending: Bool = false
-    }
-
-    /// The name of the LMDB database.
-    var database: String
-    var components: [Component]
-    /// The compound index of the schema this database implements; `nil` for a column index (from
-    /// `Column.indexed`) and for the system tables' indexes.
-    var compound: TableIndex? = nil
-
-    /// `"<column>"` for a one-column index, `"(a, b[c])"` for a composite one; a compound index of
-    /// the schema is `"<name>(a, b desc)"`.
-    func description(schema: TableSchema) -> String {
-        let names = components.map {
-            schema.columns[$0.column].name + ($0.noCase ? "[c]" : "") + ($0.descending ? " desc" : "")
-        }
-        if let compound { return compound.resolvedName + "(" + names.joined(separator: ", ") + ")" }
-        return names.count == 1 ? names[0] : "(" + names.joined(separator: ", ") + ")"
-    }
-
-    /// The name `QueryPlanReporting` gives the index: the compound index's ``TableIndex/resolvedName``,
-    /// the column's name for a column index, the database's name for a system table's own index.
-    func reportedName(schema: TableSchema) -> String {
-        if let compound { return compound.resolvedName }
-        if components.count == 1 { return schema.columns[components[0].column].name }
-        return database
-    }
-}
 
 /// A table as stored in the catalog: its schema, its primary database and its indexes.
 struct TableDefinition: Sendable {
@@ -364,5 +327,12 @@ final class ReadByIdPlan: Sendable {
             try LMDBErrors.check(rc, "cannot read")
             return try items.item(UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size), reusing: &spare)
         }
+    }
+}
+
+extension QueryPlanner {
+    /// The planner of `query` on a table of the catalog.
+    init(table: TableDefinition, query: ResolvedQuery, statistics: PlanStatistics? = nil) {
+        self.init(schema: table.schema, indexes: table.indexes, query: query, statistics: statistics)
     }
 }

@@ -476,13 +476,13 @@ final class TxnContext {
     func explain(_ query: Query) throws -> String {
         let t = try table(query.table)
         let q = try ResolvedQuery(query, schema: t.schema)
-        return try QueryPlanner(table: t, query: q, statistics: statistics(t)).plan().description(table: t)
+        return try QueryPlanner(table: t, query: q, statistics: statistics(t)).plan().description(schema: t.schema)
     }
 
     func accessPath(_ query: Query) throws -> QueryAccessPath {
         let t = try table(query.table)
         let q = try ResolvedQuery(query, schema: t.schema)
-        return try QueryPlanner(table: t, query: q, statistics: statistics(t)).plan().accessPath(table: t)
+        return try QueryPlanner(table: t, query: q, statistics: statistics(t)).plan().accessPath(schema: t.schema)
     }
 
     // MARK: Writes
