@@ -72,11 +72,22 @@ struct KVIndexSpec: Codable, Hashable, Sendable {
         }
     }
 
-    /// The index KVStore keeps on the operations table: an item's queued operations, its id matched ignoring
-    /// case (`pendingOperations(table:itemId:)`, the collapse rules' lookup on every enqueue).
-    static func itemOperations(_ schema: TableSchema, number: UInt16) -> KVIndexSpec? {
-        guard let table = schema.index(ofColumn: "table"), let item = schema.index(ofColumn: "itemId") else { return nil }
-        return KVIndexSpec(number: number, name: "itemOperations", columns: [table, item], descending: [false, false], noCase: [false, true])
+    /// The indexes KVStore keeps on the system tables, as the LMDB backend does: the operations table's
+    /// `itemOperations` (table, itemId ignoring case: `pendingOperations(table:itemId:)`, the collapse rules'
+    /// lookup on every enqueue), the errors table's `operationId` (a push's errors, found and removed per
+    /// operation) and the config table's `deltaTokens` (table ignoring case, keyType, key: a pull's delta tokens), numbered
+    /// `number`; `nil` for any other table, or a system table without the columns.
+    static func system(_ schema: TableSchema, names: SystemTableNames, number: UInt16) -> KVIndexSpec? {
+        let (name, columns, noCase): (String, [String], [Bool]?)
+        switch Identifier.fold(schema.name) {
+        case Identifier.fold(names.operations): (name, columns, noCase) = ("itemOperations", ["table", "itemId"], [false, true])
+        case Identifier.fold(names.errors): (name, columns, noCase) = ("operationId", ["operationId"], nil)
+        case Identifier.fold(names.config): (name, columns, noCase) = ("deltaTokens", ["table", "keyType", "key"], [true, false, false])
+        default: return nil
+        }
+        let positions = columns.compactMap { schema.index(ofColumn: $0) }
+        guard positions.count == columns.count else { return nil }
+        return KVIndexSpec(number: number, name: name, columns: positions, descending: positions.map { _ in false }, noCase: noCase)
     }
 }
 

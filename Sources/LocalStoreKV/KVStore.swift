@@ -220,12 +220,14 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
                 try KVCatalog.write(record, version: catalog.version, writer)
                 catalog.tables[Identifier.fold(schema.name)] = KVTable(record)
             }
-            // The operations table's index of an item's operations (added to a store made without it).
-            if let operations = catalog.tables[Identifier.fold(systemTableNames.operations)],
-                !operations.specs.contains(where: { $0.name == "itemOperations" }),
-                let spec = KVIndexSpec.itemOperations(operations.schema, number: (operations.specs.map(\.number).max() ?? 0) + 1)
-            {
-                var record = operations.record
+            // The system tables' indexes (added to a store made without them, and built).
+            for name in [systemTableNames.operations, systemTableNames.errors, systemTableNames.config] {
+                guard let existing = catalog.tables[Identifier.fold(name)] else { continue }
+                let first = (existing.specs.map(\.number).max() ?? 0) + 1
+                guard let spec = KVIndexSpec.system(existing.schema, names: systemTableNames, number: first),
+                    !existing.specs.contains(where: { $0.name == spec.name })
+                else { continue }
+                var record = existing.record
                 record.specs.append(spec)
                 let table = KVTable(record)
                 try Self.index(table, [spec], writer)

@@ -129,39 +129,61 @@ struct KVWalkTests {
         #expect(try store.accessPath(for: Query(ops, where: Field("itemId") != "q3")) == .fullScan)
     }
 
-    @Test("the operations table's index of an item's operations: used ignoring case, and added to a store made without it")
-    func itemOperationsIndex() throws {
+    @Test("the system tables' indexes (an item's operations, a push's errors, the delta tokens): used, and added to a store made without them")
+    func systemIndexes() throws {
         let engine = InMemoryKVEngine()
         let store = try KVStore(engine: engine)
         let reference = try InMemoryStore()
-        let ops = store.systemTableNames.operations
+        let names = store.systemTableNames
+        let day = Date(timeIntervalSince1970: 1_700_000_000)
         for s in [store as any LocalStore, reference] {
             try s.defineTable(Self.schema)
             for n in 0..<60 { try s.enqueue(.insert, ["id": .string("Item\(n)"), "a": .int(Int64(n))], into: "T") }
             try s.enqueue(.update, ["id": "ITEM7", "a": 70], into: "T")  // collapses into Item7's insert
+            for n in 0..<20 {
+                try s.recordError(
+                    TableOperationError(
+                        id: "e\(n)", operationId: Int64(n % 7), properties: Array("{\"n\":\(n)}".utf8)))
+                try s.setDeltaToken(day.addingTimeInterval(Double(n)), table: n % 2 == 0 ? "T" : "U\(n)", queryId: "q\(n % 5)")
+            }
         }
-        let lookup = Query(ops, where: .and([Field("table") == "T", Field("itemId").equalsIgnoringCase("item7")]))
+        let lookup = Query(names.operations, where: .and([Field("table") == "T", Field("itemId").equalsIgnoringCase("item7")]))
+        let errors = Query(names.errors, where: Field("operationId") == 3)
+        let tokens = Query(names.config, where: .and([Field("table").equalsIgnoringCase("t"), Field("keyType") == .literal(.int(TableConfigEntry.deltaTokenKeyType))]))
         func check(_ store: KVStore<InMemoryKVEngine>, _ label: String) throws {
             #expect(try store.accessPath(for: lookup) == .index("itemOperations"), "\(label)")
+            #expect(try store.accessPath(for: errors) == .index("operationId"), "\(label)")
+            #expect(try store.accessPath(for: tokens) == .index("deltaTokens"), "\(label)")
             for id in ["item7", "ITEM7", "Item59", "nothing"] {
                 #expect(try store.pendingOperations(table: "T", itemId: id) == reference.pendingOperations(table: "T", itemId: id), "\(label) \(id)")
             }
-            #expect(try store.read(lookup).items.map { $0["id"] } == reference.read(lookup).items.map { $0["id"] }, "\(label)")
+            for query in [lookup, errors, tokens] {
+                #expect(try store.read(query).items == reference.read(query).items, "\(label) \(query)")
+            }
+            for id in Int64(0)..<8 { #expect(try store.operationErrors(operationId: id) == reference.operationErrors(operationId: id), "\(label)") }
+            for table in ["T", "t", "U3", "V"] {
+                #expect(try store.deltaTokens(table: table) == reference.deltaTokens(table: table), "\(label) \(table)")
+                for q in 0..<6 {
+                    #expect(try store.deltaToken(table: table, queryId: "q\(q)") == reference.deltaToken(table: table, queryId: "q\(q)"), "\(label)")
+                }
+            }
             // A case-sensitive equality reads the same entries, then tests them.
-            let exact = Query(ops, where: .and([Field("table") == "T", Field("itemId") == "item7"]))
+            let exact = Query(names.operations, where: .and([Field("table") == "T", Field("itemId") == "item7"]))
             #expect(try store.read(exact).items.isEmpty && store.accessPath(for: exact) == .index("itemOperations"), "\(label)")
         }
         try check(store, "new store")
-        // A store written before the index existed: its catalog without it; reopened, the index is built.
+        // A store written before the indexes existed: its catalog without them; reopened, they are built.
         try store.close()
         try engine.write { writer in
             var catalog = try KVCatalog.load(writer)
-            var record = try catalog.table(ops).record
-            record.specs.removeAll { $0.name == "itemOperations" }
-            catalog.version += 1
-            try KVCatalog.write(record, version: catalog.version, writer)
+            for name in [names.operations, names.errors, names.config] {
+                var record = try catalog.table(name).record
+                record.specs.removeAll()
+                catalog.version += 1
+                try KVCatalog.write(record, version: catalog.version, writer)
+            }
         }
-        #expect(try engine.read { try KVCatalog.load($0).table(ops).specs.isEmpty })
+        #expect(try engine.read { snapshot in try [names.operations, names.errors, names.config].allSatisfy { try KVCatalog.load(snapshot).table($0).specs.isEmpty } })
         try check(try KVStore(engine: engine), "reopened")
     }
 
