@@ -265,9 +265,39 @@ struct KVCatalog: Sendable {
     }
 }
 
-/// The resolved queries and plans of recent reads, so that a query read again (a list refreshed after
-/// every change) is not resolved and planned again. Keyed by the catalog version and the query; at most
-/// ``limit`` entries (emptied when full).
+/// The plans of recent queries, kept for the next read of the same query in the same catalog generation
+/// (at most ``capacity``; emptied when full or when a newer generation keeps one). LMDB keeps one per
+/// environment, ``KVStore`` one per loaded catalog. A query whose equal queries may differ from it
+/// (``Query/isPlanCacheable(_:)``: non-ASCII strings, json, -0, NaN) is never kept.
+package struct QueryPlanCache<Entry> {
+    package static var capacity: Int { 64 }
+
+    private var generation: UInt64 = 0
+    private var entries: [Query: Entry] = [:]
+
+    package init() {}
+
+    /// The entry of `query` kept in `generation`, or `nil`.
+    package func entry(_ query: Query, generation: UInt64) -> Entry? {
+        guard generation == self.generation, !entries.isEmpty else { return nil }
+        return entries[query]
+    }
+
+    /// Keeps `entry` for `query` in `generation` (nothing, for an older generation than the one kept, or a
+    /// query that is not ``Query/isPlanCacheable(_:)``).
+    package mutating func keep(_ entry: Entry, for query: Query, generation: UInt64) {
+        guard Query.isPlanCacheable(query) else { return }
+        if generation != self.generation {
+            guard generation > self.generation else { return }  // an older snapshot's catalog
+            self.generation = generation
+            entries.removeAll(keepingCapacity: true)
+        }
+        if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+        entries[query] = entry
+    }
+}
+
+/// ``KVStore``'s plans of one loaded catalog: the resolved query, its plan and an exact walk's item builder.
 final class KVPlanCache: Sendable {
     struct Entry: Sendable {
         let resolved: ResolvedQuery
@@ -276,26 +306,13 @@ final class KVPlanCache: Sendable {
         let items: RecordItemBuilder?
     }
 
-    struct Key: Hashable {
-        let version: UInt64
-        let query: Query
-    }
+    private let cache = LockedValue(QueryPlanCache<Entry>())
 
-    static let limit = 64
-    private let entries = LockedValue<[Key: Entry]>([:])
-
-    /// The entry of `query` at `version`, made by `make` when there is none. A query whose equal
-    /// queries may differ from it (``Query/isPlanCacheable(_:)``: non-ASCII strings, json, -0, NaN) is
-    /// never kept.
+    /// The entry of `query` at `version`, made by `make` when none is kept.
     func entry(_ query: Query, version: UInt64, _ make: () throws -> Entry) rethrows -> Entry {
-        guard Query.isPlanCacheable(query) else { return try make() }
-        let key = Key(version: version, query: query)
-        if let found = entries.withLock({ $0[key] }) { return found }
+        if let found = cache.withLock({ $0.entry(query, generation: version) }) { return found }
         let made = try make()
-        entries.withLock { e in
-            if e.count >= Self.limit { e.removeAll(keepingCapacity: true) }
-            e[key] = made
-        }
+        cache.withLock { $0.keep(made, for: query, generation: version) }
         return made
     }
 }

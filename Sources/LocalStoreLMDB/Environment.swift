@@ -80,7 +80,7 @@ final class Environment: @unchecked Sendable {
     /// Whether this store writes bare index entries (format 4: ``MetaKey/bareIndexEntries(format:)``).
     private(set) var bareIndexEntries = false
     /// What queries read before need again, per catalog generation (``QueryPlanCache``).
-    let queryPlans = LockedValue(QueryPlanCache())
+    let queryPlans = LockedValue(QueryPlanCache<CachedQueryPlan>())
     /// Tests only: runs after a full write transaction was aborted for a map growth, before the
     /// new one begins (the window in which another process may commit).
     let afterGrowthAbortHook = LockedValue<(@Sendable () -> Void)?>(nil)

@@ -7,7 +7,8 @@ import LocalStoreKV
 /// planner chose it without looking at the data — the plan (a plan chosen by counting index entries,
 /// ``QueryPlan/walkOrRanges(walk:descending:budget:source:ranges:)`` or its alternative, is made
 /// again on every read). Reading the same query again then costs a hash of the `Query` and one
-/// comparison instead of resolving and planning it (docs/lmdb.md, "Queries").
+/// comparison instead of resolving and planning it (docs/lmdb.md, "Queries"). Kept in the toolkit's
+/// ``QueryPlanCache``, one per environment.
 final class CachedQueryPlan: Sendable {
     let table: TableDefinition
     let query: ResolvedQuery
@@ -21,30 +22,5 @@ final class CachedQueryPlan: Sendable {
         self.query = query
         self.plan = plan
         self.wholeRows = wholeRows
-    }
-}
-
-/// The cached plans of one catalog generation (at most ``capacity``; emptied when full or when the
-/// generation changes).
-struct QueryPlanCache {
-    static let capacity = 64
-
-    private var generation: UInt64 = 0
-    private var entries: [Query: CachedQueryPlan] = [:]
-
-    /// The entry of `query` made in `generation`, or `nil`.
-    func entry(_ query: Query, generation: UInt64) -> CachedQueryPlan? {
-        guard generation == self.generation, !entries.isEmpty else { return nil }
-        return entries[query]
-    }
-
-    mutating func keep(_ entry: CachedQueryPlan, for query: Query, generation: UInt64) {
-        if generation != self.generation {
-            guard generation > self.generation else { return }  // an older snapshot's catalog
-            self.generation = generation
-            entries.removeAll(keepingCapacity: true)
-        }
-        if entries.count >= QueryPlanCache.capacity { entries.removeAll(keepingCapacity: true) }
-        entries[query] = entry
     }
 }
