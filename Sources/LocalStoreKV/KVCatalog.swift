@@ -7,6 +7,7 @@ import LocalStore
 /// 00 00                        catalog version (8 bytes, big-endian): bumped by every definition
 /// 00 01 <folded table name>    a table's definition (JSON of ``KVTableRecord``)
 /// 00 02                        commit counter (8 bytes, big-endian): bumped by every write transaction
+/// 00 03 <table:4>             a table's row count (8 bytes, big-endian; absent: 0): the planner's statistics
 /// 01 <table:4> <id key>        a row (RecordCodec)
 /// 02 <table:4> <index:2> <components> <id key>   an index entry; its value is the id key
 /// ```
@@ -21,6 +22,15 @@ enum KVKeys {
     static let commits: [UInt8] = [0x00, 0x02]
 
     static func table(_ folded: String) -> [UInt8] { tablePrefix + Array(folded.utf8) }
+
+    /// A table's row count (8 bytes, big-endian; absent: no rows), kept by every write: the planner's
+    /// statistics, with the index entries it counts.
+    static func rowCount(_ table: UInt32) -> [UInt8] {
+        var out: [UInt8] = [0x00, 0x03]
+        KeyCodec.appendBigEndian(UInt64(table) << 32, into: &out)
+        out.removeLast(4)
+        return out
+    }
 
     static func rows(_ table: UInt32) -> [UInt8] {
         var out: [UInt8] = [0x01]
@@ -301,7 +311,8 @@ package struct QueryPlanCache<Entry> {
 final class KVPlanCache: Sendable {
     struct Entry: Sendable {
         let resolved: ResolvedQuery
-        let plan: QueryPlan
+        /// `nil` when the planner counted rows or entries to choose it: then it is made again.
+        let plan: QueryPlan?
         /// The builder of an exact walk's items.
         let items: RecordItemBuilder?
     }

@@ -21,12 +21,6 @@ struct KVKeyRange: Hashable, Sendable {
 }
 
 extension KVTable {
-    /// The plan of `query` on this table: the shared ``QueryPlanner`` over the table's indexes. ``KVStore``
-    /// gives it no statistics (the engine keeps no row counts), so it never makes a cost choice.
-    func plan(_ query: ResolvedQuery) throws -> QueryPlan {
-        try QueryPlanner(schema: schema, indexes: indexes, query: query).plan()
-    }
-
     /// The prefix of `source`'s keys.
     func prefix(_ source: PlanSource) -> [UInt8] {
         switch source {
@@ -45,6 +39,38 @@ struct KVReads<Reader: OrderedKeyValueReader> {
         try reader.get(KVKeys.row(table.number, idKey: idKey)).map(table.decode)
     }
 
+    /// The plan of `query` on `table` (the shared ``QueryPlanner`` over the table's indexes, with the row
+    /// count and the index entries as statistics for its cost choice), and the same plan again when it can
+    /// be reused for the same query and catalog: when the planner did not look at the data to choose it.
+    func plan(_ table: KVTable, _ query: ResolvedQuery) throws -> (plan: QueryPlan, reusable: QueryPlan?) {
+        var consulted = false
+        let statistics = PlanStatistics(
+            rowCount: {
+                consulted = true
+                return Int(clamping: try KVCatalog.readNumber(KVKeys.rowCount(table.number), reader))
+            },
+            countEntries: { source, ranges, limit in
+                consulted = true
+                return try countEntries(table, source, ranges, limit: limit)
+            })
+        let plan = try QueryPlanner(schema: table.schema, indexes: table.indexes, query: query, statistics: statistics).plan()
+        return (plan, consulted ? nil : plan)
+    }
+
+    /// The number of entries of `source` within `ranges`, counted no further than `limit`.
+    func countEntries(_ table: KVTable, _ source: PlanSource, _ ranges: [KeyRange], limit: Int) throws -> Int {
+        let prefix = table.prefix(source)
+        var n = 0
+        for range in ranges where n < limit {
+            let keys = KVKeyRange(range, under: prefix)
+            try reader.scan(from: keys.lower, to: keys.upper, reverse: false) { _, _ in
+                n += 1
+                return n < limit
+            }
+        }
+        return n
+    }
+
     func schema(of name: String) -> TableSchema? { catalog.tables[Identifier.fold(name)]?.schema }
 
     func read(table name: String, id: Value) throws -> Item? {
@@ -56,15 +82,19 @@ struct KVReads<Reader: OrderedKeyValueReader> {
 
     func read(_ query: Query) throws -> ReadResult {
         let table = try catalog.table(query.table)
+        // A plan chosen by counting (the planner's cost choice) is made again on every read.
+        var made: QueryPlan?
         let entry = try catalog.plans.entry(query, version: catalog.version) {
             let resolved = try ResolvedQuery(query, schema: table.schema)
-            let plan = try table.plan(resolved)
+            let (plan, reusable) = try self.plan(table, resolved)
+            made = plan
             var items: RecordItemBuilder?
             if case .compoundOrdered(_, _, _, _, _, exact: true) = plan { items = RecordItemBuilder(resolved) }
-            return KVPlanCache.Entry(resolved: resolved, plan: plan, items: items)
+            return KVPlanCache.Entry(resolved: resolved, plan: reusable, items: items)
         }
         let resolved = entry.resolved
-        switch entry.plan {
+        let plan = try made ?? entry.plan ?? self.plan(table, resolved).plan
+        switch plan {
         case .compoundOrdered(let index, let range, let descending, let groupComponents, _, exact: true):
             if let builder = entry.items,
                 let items = try exactWalk(
@@ -79,7 +109,7 @@ struct KVReads<Reader: OrderedKeyValueReader> {
         default:
             break
         }
-        return resolved.apply(toMatching: try matches(table, resolved, entry.plan))
+        return resolved.apply(toMatching: try matches(table, resolved, plan))
     }
 
     /// The rows an ordered walk must return: skip + top (every row when there is no top or it overflows).
@@ -164,7 +194,7 @@ struct KVReads<Reader: OrderedKeyValueReader> {
 
     func accessPath(_ query: Query) throws -> QueryAccessPath {
         let table = try catalog.table(query.table)
-        return try table.plan(try ResolvedQuery(query, schema: table.schema)).accessPath(schema: table.schema)
+        return try plan(table, try ResolvedQuery(query, schema: table.schema)).plan.accessPath(schema: table.schema)
     }
 
     /// The rows matching `query` that its plan yields: all of them, except that an ordered walk stops after
@@ -202,24 +232,30 @@ struct KVReads<Reader: OrderedKeyValueReader> {
                 }
             }
         }
-        /// One range of `source` walked in order, group by group, until `need` rows are out.
-        func walk(_ source: PlanSource, _ range: KeyRange, reverse: Bool, groupComponents: Int) throws {
+        /// One range of `source` walked in order, group by group, until `need` rows are out; `false` (and the
+        /// walk given up) once it has visited more than `budget` entries.
+        func walk(_ source: PlanSource, _ range: KeyRange, reverse: Bool, groupComponents: Int, budget: Int = .max) throws -> Bool {
             let need = Self.need(query)
             let prefix = table.prefix(source)
             let start = prefix.count
             let keys = KVKeyRange(range, under: prefix)
             var group: [UInt8] = []
+            var visited = 0
             switch source {
             case .primary:
                 // Row keys are in the evaluator's id order (NOCASE for a string id, NULs included:
                 // `KeyCodec.appendNoCase`), and no two rows share an id: each row is a group of its own.
                 try reader.scan(from: keys.lower, to: keys.upper, reverse: reverse) { _, value in
+                    visited += 1
+                    if visited > budget { return false }
                     try add(value)
                     return rows.count < need
                 }
             case .index(let index):
                 let spec = table.specs[index.slot]
                 try reader.scan(from: keys.lower, to: keys.upper, reverse: reverse) { key, value in
+                    visited += 1
+                    if visited > budget { return false }
                     let current = UnsafeRawBufferPointer(rebasing: key[start..<Self.groupEnd(key, start: start, index, components: groupComponents)])
                     if !current.elementsEqual(group) {
                         if rows.count >= need { return false }
@@ -229,6 +265,7 @@ struct KVReads<Reader: OrderedKeyValueReader> {
                     return true
                 }
             }
+            return visited <= budget
         }
         switch plan {
         case .empty:
@@ -240,14 +277,21 @@ struct KVReads<Reader: OrderedKeyValueReader> {
                 guard seen.insert(key).inserted, let record = try reader.get(KVKeys.row(table.number, idKey: key)) else { continue }
                 try record.withUnsafeBytes { try add($0) }
             }
-        case .ranges(let source, let r), .walkOrRanges(_, _, _, let source, let r):
+        case .ranges(let source, let r):
             try ranges(source, r)
+        case .walkOrRanges(let walked, let descending, let budget, let source, let r):
+            // The walk over the sort's index, estimated cheaper; past its budget (the matches lie far along
+            // the sort order), the ranges instead.
+            if try !walk(walked, .all, reverse: descending, groupComponents: 1, budget: budget) {
+                rows.removeAll()
+                try ranges(source, r)
+            }
         case .compoundRanges(let index, let r, _), .countEntries(let index, let r, _):
             try ranges(.index(index), r)
         case .ordered(let source, let range, let descending):
-            try walk(source, range, reverse: descending, groupComponents: 1)
+            _ = try walk(source, range, reverse: descending, groupComponents: 1)
         case .compoundOrdered(let index, let range, let descending, let groupComponents, _, _):
-            try walk(.index(index), range, reverse: descending, groupComponents: groupComponents)
+            _ = try walk(.index(index), range, reverse: descending, groupComponents: groupComponents)
         case .scan:
             try ranges(.primary, [.all])
         }

@@ -28,6 +28,16 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
         try writer.delete(key)
     }
 
+    /// Adds `delta` to `table`'s row count (``KVKeys/rowCount(_:)``).
+    func adjustRowCount(_ table: KVTable, by delta: Int) throws {
+        guard delta != 0 else { return }
+        let key = KVKeys.rowCount(table.number)
+        let count = Int(clamping: try KVCatalog.readNumber(key, writer))
+        var bytes: [UInt8] = []
+        KeyCodec.appendBigEndian(UInt64(max(0, count + delta)), into: &bytes)
+        try put(key, bytes)
+    }
+
     /// Runs `body`; when it throws, undoes its writes and rethrows.
     func atomically<R>(_ body: () throws -> R) throws -> R {
         if let failure { throw failure }
@@ -56,9 +66,11 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
             try reads.row(table, idKey: KeyCodec.idKey(id)).map { $0.map(TableSchema.byteCount(of:)) }
         }
         try atomically {
+            var inserted = 0
             for item in prepared {
                 let idKey = KeyCodec.idKey(item.id)
                 let old = try reads.row(table, idKey: idKey)
+                if old == nil { inserted += 1 }
                 var row = old ?? Array(repeating: .null, count: schema.columns.count)
                 for assignment in item.assignments { row[assignment.column] = assignment.value }
                 let record = table.encode(row)
@@ -72,6 +84,7 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
                 }
                 try put(KVKeys.row(table.number, idKey: idKey), record)
             }
+            try adjustRowCount(table, by: inserted)
         }
         return (schema.name, prepared.map(\.id))
     }
@@ -80,15 +93,22 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
     func delete(ids: [Value], from name: String) throws -> (table: String, ids: [Value]) {
         let table = try catalog.table(name)
         for id in ids { try table.schema.checkId(id) }
-        return (table.schema.name, try atomically { try ids.compactMap { try deleteRow(table, idKey: KeyCodec.idKey($0)) } })
+        let deleted = try atomically {
+            let deleted = try ids.compactMap { try deleteRow(table, idKey: KeyCodec.idKey($0)) }
+            try adjustRowCount(table, by: -deleted.count)
+            return deleted
+        }
+        return (table.schema.name, deleted)
     }
 
     func delete(matching query: Query) throws -> (table: String, count: Int) {
         let table = try catalog.table(query.table)
         let resolved = try ResolvedQuery(query, schema: table.schema)
-        let matches = resolved.order(try reads.matches(table, resolved, try table.plan(resolved))).rows
+        let matches = resolved.order(try reads.matches(table, resolved, try reads.plan(table, resolved).plan)).rows
         try atomically {
-            for row in matches { _ = try deleteRow(table, idKey: KeyCodec.idKey(row[table.schema.idIndex])) }
+            var deleted = 0
+            for row in matches where try deleteRow(table, idKey: KeyCodec.idKey(row[table.schema.idIndex])) != nil { deleted += 1 }
+            try adjustRowCount(table, by: -deleted)
         }
         return (table.schema.name, matches.count)
     }
@@ -234,6 +254,16 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
                 catalog.version += 1
                 try KVCatalog.write(record, version: catalog.version, writer)
                 catalog.tables[Identifier.fold(record.name)] = table
+            }
+            // Row counts (the planner's statistics) of a store made without them.
+            for table in catalog.tables.values where try writer.get(KVKeys.rowCount(table.number)) == nil {
+                let prefix = KVKeys.rows(table.number)
+                var count: UInt64 = 0
+                try writer.scan(from: prefix, to: KVKeyRange.end(of: prefix), reverse: false) { _, _ in
+                    count += 1
+                    return true
+                }
+                if count > 0 { try KVCatalog.writeNumber(count, KVKeys.rowCount(table.number), writer) }
             }
             return (catalog, try KVCatalog.readNumber(KVKeys.commits, writer))
         }
