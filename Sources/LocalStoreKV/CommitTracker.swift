@@ -1,13 +1,11 @@
-import CLMDB
 import LocalStore
-import Synchronization
 
-/// Connects an ``LMDBStore`` to its ``ChangeCenter``: records what write transactions change, and
-/// tells commits made elsewhere (another process, or another store object of this process on the
-/// same environment) from this store's own by LMDB's transaction ids, which increase by one per
-/// commit of the environment.
-final class LMDBChangeTracker: Sendable {
-    let center: ChangeCenter
+/// Connects a store to its ``ChangeCenter`` by the ids of the commits of the storage it shares with others
+/// (other processes, other store objects of this process): records what its write transactions change,
+/// and tells the commits made elsewhere from its own, publishing an unlisted change for those. The ids
+/// increase by one per commit: LMDB's transaction ids; ``KVStore``'s commit counter.
+package final class CommitTracker: Sendable {
+    package let center: ChangeCenter
 
     private struct State {
         /// The last transaction id this store has accounted for (published or its own).
@@ -18,11 +16,11 @@ final class LMDBChangeTracker: Sendable {
 
     private let state = LockedValue(State())
 
-    init(center: ChangeCenter) { self.center = center }
+    package init(center: ChangeCenter) { self.center = center }
 
-    /// A write transaction with id `txnId` began (LMDB's writer lock is held, so `txnId - 1` is the
+    /// A write transaction with id `txnId` began (the writer's lock is held, so `txnId - 1` is the
     /// last commit). Returns the collector for it, or `nil` when nobody observes.
-    func writeBegan(txnId: Int) -> ChangeCollector? {
+    package func writeBegan(txnId: Int) -> ChangeCollector? {
         guard let collector = center.beginTransaction() else { return nil }
         state.withLock { s in
             if let last = s.lastSeen, txnId - 1 > last { center.publishUnlistedChange() }
@@ -33,7 +31,7 @@ final class LMDBChangeTracker: Sendable {
     }
 
     /// The write transaction `txnId` committed; publishes its changes. Called under the write lock.
-    func committed(txnId: Int, _ collector: ChangeCollector?) {
+    package func committed(txnId: Int, _ collector: ChangeCollector?) {
         guard collector != nil || center.isObserved else { return }
         state.withLock { s in
             s.lastSeen = txnId
@@ -43,7 +41,7 @@ final class LMDBChangeTracker: Sendable {
     }
 
     /// The write transaction that began with a collector ended without committing.
-    func aborted(_ collector: ChangeCollector?) {
+    package func aborted(_ collector: ChangeCollector?) {
         guard collector != nil else { return }
         state.withLock { $0.pending = nil }
     }
@@ -51,7 +49,7 @@ final class LMDBChangeTracker: Sendable {
     /// A read snapshot or the environment's info shows `txnId` as the last commit: publishes an
     /// unlisted change when it is newer than everything this store accounted for.
     /// With `baseline`, only records `txnId` (an observation begins).
-    func sawCommitted(_ txnId: Int, baseline: Bool = false) {
+    package func sawCommitted(_ txnId: Int, baseline: Bool = false) {
         guard center.isObserved else { return }
         state.withLock { s in
             // While this store's own write runs, no other commit can happen: ids up to it are known.

@@ -212,8 +212,9 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
     private var activeCalls = 0
     /// Set by a `close()` from inside a write body: the last call to end closes the engine.
     private var closesEngineWhenIdle = false
-    /// The commit counter as this store last wrote or saw it (see ``KVKeys/commits``).
-    private var lastSeenCommit: UInt64 = 0
+    /// Tells the commits of other store objects on the engine from this store's own by the commit counter
+    /// (``KVKeys/commits``), as LMDB does by its transaction ids.
+    private let tracker: CommitTracker
 
     /// How often an observed store looks for commits of other store objects on the same engine.
     public static var externalChangePollInterval: Duration { .milliseconds(100) }
@@ -232,7 +233,8 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
         self.engine = engine
         self.coveringIndexes = coveringIndexes
         self.systemTableNames = systemTableNames
-        let (catalog, counter) = try engine.write { writer -> (KVCatalog, UInt64) in
+        tracker = CommitTracker(center: changeCenter)
+        let catalog = try engine.write { writer -> KVCatalog in
             var catalog = try KVCatalog.load(writer)
             for schema in systemTableNames.schemas where catalog.tables[Identifier.fold(schema.name)] == nil {
                 let record = KVTableRecord(number: catalog.nextTableNumber, schema: schema, specs: [])
@@ -265,29 +267,20 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
                 }
                 if count > 0 { try KVCatalog.writeNumber(count, KVKeys.rowCount(table.number), writer) }
             }
-            return (catalog, try KVCatalog.readNumber(KVKeys.commits, writer))
+            return catalog
         }
         cachedCatalog = catalog
-        lastSeenCommit = counter
         changeCenter.setExternalChangeProbe(interval: Self.externalChangePollInterval) { [weak self] baseline in
             self?.probeCommits(baseline: baseline)
         }
     }
 
-    /// Publishes an unlisted change when another store object committed since this one last looked.
-    /// A poll skips its turn while this store writes (its own commit would look like another's); the
-    /// baseline, taken when the first observer registers (maybe inside a write body), never waits.
+    /// Publishes an unlisted change when another store object committed since this one last looked (the
+    /// tracker ignores what it reads while this store writes: nobody else commits then); with `baseline`
+    /// (the first observer registers, maybe inside a write body), only records the counter.
     private func probeCommits(baseline: Bool) {
-        if !baseline {
-            guard writeLock.try() else { return }
-        }
-        defer { if !baseline { writeLock.unlock() } }
-        let changed = lock.withLock { () -> Bool in
-            guard !isClosed, let counter = try? engine.read({ try KVCatalog.readNumber(KVKeys.commits, $0) }) else { return false }
-            defer { lastSeenCommit = counter }
-            return !baseline && counter != lastSeenCommit
-        }
-        if changed { changeCenter.publishUnlistedChange() }
+        let counter = lock.withLock { isClosed ? nil : try? engine.read { try KVCatalog.readNumber(KVKeys.commits, $0) } }
+        if let counter { tracker.sawCommitted(Int(clamping: counter), baseline: baseline) }
     }
 
     /// Runs `body` as a call on the engine: refused after close, waited for by `close()`.
@@ -360,27 +353,30 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
 
     public func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
         try exclusively {
+            var began: ChangeCollector?
             var changes: ChangeCollector?
-            var counter: UInt64 = 0
-            let result = try engine.write { writer -> R in
-                let writes = KVWrites(writer, catalog: try catalog(writer))
-                let transaction = KVTransaction(writes, systemTableNames: systemTableNames, changes: changeCenter.beginTransaction())
-                defer { transaction.end() }
-                let result = try body(transaction)
-                if let failure = writes.failure { throw failure }
-                changes = transaction.changes
-                counter = try KVCatalog.readNumber(KVKeys.commits, writer)
-                try KVCatalog.writeNumber(counter + 1, KVKeys.commits, writer)
+            var commit = 0
+            do {
+                let result = try engine.write { writer -> R in
+                    // This write's commit number: what other store objects committed before it is published first.
+                    let counter = try KVCatalog.readNumber(KVKeys.commits, writer)
+                    commit = Int(clamping: counter) + 1
+                    began = tracker.writeBegan(txnId: commit)
+                    let writes = KVWrites(writer, catalog: try catalog(writer))
+                    let transaction = KVTransaction(writes, systemTableNames: systemTableNames, changes: began)
+                    defer { transaction.end() }
+                    let result = try body(transaction)
+                    if let failure = writes.failure { throw failure }
+                    changes = transaction.changes
+                    try KVCatalog.writeNumber(counter + 1, KVKeys.commits, writer)
+                    return result
+                }
+                tracker.committed(txnId: commit, changes)
                 return result
+            } catch {
+                tracker.aborted(began)
+                throw error
             }
-            // After the commit, still holding the write lock: first what other store objects committed.
-            let external = lock.withLock {
-                defer { lastSeenCommit = counter + 1 }
-                return counter != lastSeenCommit
-            }
-            if external { changeCenter.publishUnlistedChange() }
-            changeCenter.publish(changes)
-            return result
         }
     }
 

@@ -728,7 +728,7 @@ final class Environment: @unchecked Sendable {
 
     /// Runs `body` in a read transaction (a consistent snapshot; never blocks on a writer). `tracker`
     /// learns the snapshot's transaction id when somebody observes (commits made elsewhere).
-    func read<R>(tracker: LMDBChangeTracker? = nil, _ body: (TxnContext) throws -> R) throws -> R {
+    func read<R>(tracker: CommitTracker? = nil, _ body: (TxnContext) throws -> R) throws -> R {
         try readTransaction(tracker: tracker) { txn, catalog in
             let context = TxnContext(environment: self, txn: txn, catalog: catalog, isWrite: false)
             // The transaction is ended by `readTransaction`; the context only lets go of it.
@@ -739,7 +739,7 @@ final class Environment: @unchecked Sendable {
 
     /// ``read(tracker:_:)`` without a ``TxnContext``: `body` gets the read transaction (valid only
     /// during the call; it must not end it) and its snapshot's catalog.
-    func readTransaction<R>(tracker: LMDBChangeTracker? = nil, _ body: (OpaquePointer, Catalog) throws -> R) throws -> R {
+    func readTransaction<R>(tracker: CommitTracker? = nil, _ body: (OpaquePointer, Catalog) throws -> R) throws -> R {
         try readTransaction(tracker: tracker, resolving: { try catalog(forRead: $0) }, body)
     }
 
@@ -755,7 +755,7 @@ final class Environment: @unchecked Sendable {
     /// The caller has checked that the store is open and that this is not its writer thread
     /// (``LMDBStore/checkOpen()``). The steps are ``readTransaction(tracker:resolving:_:)``'s, written out:
     /// its closures cost a retain of the plan and ~100 instructions per read.
-    func readItem(table name: String, id: Value, tracker: LMDBChangeTracker?) throws -> Item? {
+    func readItem(table name: String, id: Value, tracker: CommitTracker?) throws -> Item? {
         gate.lockShared()
         defer { gate.unlockShared() }
         let serial = self.serial
@@ -790,7 +790,7 @@ final class Environment: @unchecked Sendable {
     /// Begins a read transaction, resolves what `body` needs from its snapshot (opening the handles of
     /// tables another process created, then beginning again) and runs `body`.
     private func readTransaction<Resolved, R>(
-        tracker: LMDBChangeTracker?, resolving resolve: (OpaquePointer) throws -> Resolved,
+        tracker: CommitTracker?, resolving resolve: (OpaquePointer) throws -> Resolved,
         _ body: (OpaquePointer, Resolved) throws -> R
     ) throws -> R {
         try writer.check()
@@ -827,7 +827,7 @@ final class Environment: @unchecked Sendable {
 
     /// Runs `body` in the write transaction and commits; see ``TxnContext`` for map growth.
     /// `tracker` records the changes and publishes them after the commit.
-    func write<R>(tracker: LMDBChangeTracker? = nil, _ body: (TxnContext) throws -> R) throws -> R {
+    func write<R>(tracker: CommitTracker? = nil, _ body: (TxnContext) throws -> R) throws -> R {
         try writer.check()
         writeLock.lock()
         defer { writeLock.unlock() }

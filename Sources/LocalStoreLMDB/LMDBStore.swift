@@ -103,7 +103,7 @@ public final class LMDBStore: LocalStore, QueryPlanReporting {
     /// (or other store objects on the same directory) are noticed when this store writes or reads,
     /// and every 100 ms while observed.
     public let changeCenter = ChangeCenter()
-    let changeTracker: LMDBChangeTracker
+    let changeTracker: CommitTracker
     /// Where queries (plan and duration, at trace) and write transactions (duration, at debug) are logged.
     private let logger: Logger?
 
@@ -146,7 +146,7 @@ public final class LMDBStore: LocalStore, QueryPlanReporting {
             throw error
         }
         self.environment = environment
-        let changeTracker = LMDBChangeTracker(center: changeCenter)
+        let changeTracker = CommitTracker(center: changeCenter)
         self.changeTracker = changeTracker
         state = ProbeState(environment: environment, changeTracker: changeTracker)
         self.clearedStaleReaders = cleared
@@ -529,10 +529,10 @@ enum LMDBSystemTables {
 /// read by id).
 private final class ProbeState: Sendable {
     let environment: Environment
-    let changeTracker: LMDBChangeTracker
+    let changeTracker: CommitTracker
     let isClosed = Atomic<Bool>(false)
 
-    init(environment: Environment, changeTracker: LMDBChangeTracker) {
+    init(environment: Environment, changeTracker: CommitTracker) {
         self.environment = environment
         self.changeTracker = changeTracker
     }
