@@ -109,7 +109,12 @@ struct KVReads<Reader: OrderedKeyValueReader> {
         default:
             break
         }
-        return resolved.apply(toMatching: try matches(table, resolved, plan))
+        if let top = resolved.top, resolved.skip.addingReportingOverflow(top) == (0, false) {
+            // Only the count is wanted (or nothing): the matches are counted, not decoded.
+            guard resolved.includeTotalCount else { return ReadResult(items: [], totalCount: nil) }
+            return ReadResult(items: [], totalCount: try matches(table, resolved, plan, decoding: false).count)
+        }
+        return resolved.apply(toMatching: try matches(table, resolved, plan).rows)
     }
 
     /// The rows an ordered walk must return: skip + top (every row when there is no top or it overflows).
@@ -200,13 +205,17 @@ struct KVReads<Reader: OrderedKeyValueReader> {
     /// The rows matching `query` that its plan yields: all of them, except that an ordered walk stops after
     /// the group in which skip + top matches are out (a group: the entries equal in the components the
     /// walk orders by), so the shared evaluator's order and cut over them is its order and cut over all rows.
-    func matches(_ table: KVTable, _ query: ResolvedQuery, _ plan: QueryPlan) throws -> [[Value]] {
+    /// `decoding: false` (a query that wants only the count): the matches are counted, none is decoded.
+    func matches(_ table: KVTable, _ query: ResolvedQuery, _ plan: QueryPlan, decoding: Bool = true) throws -> (rows: [[Value]], count: Int) {
         var rows: [[Value]] = []
+        var count = 0
         // Records are tested in place (the columns the predicate reads, located without decoding) and
         // decoded only when they match.
         let filter = RecordFilter(query)
         func add(_ record: UnsafeRawBufferPointer) throws {
-            if try filter.matches(record) { rows.append(try table.decode(record)) }
+            guard try filter.matches(record) else { return }
+            count += 1
+            if decoding { rows.append(try table.decode(record)) }
         }
         /// Every row within `ranges` of `source`, each once (ranges from `IN` lists may overlap).
         func ranges(_ source: PlanSource, _ ranges: [KeyRange]) throws {
@@ -249,7 +258,7 @@ struct KVReads<Reader: OrderedKeyValueReader> {
                     visited += 1
                     if visited > budget { return false }
                     try add(value)
-                    return rows.count < need
+                    return count < need
                 }
             case .index(let index):
                 let spec = table.specs[index.slot]
@@ -258,7 +267,7 @@ struct KVReads<Reader: OrderedKeyValueReader> {
                     if visited > budget { return false }
                     let current = UnsafeRawBufferPointer(rebasing: key[start..<Self.groupEnd(key, start: start, index, components: groupComponents)])
                     if !current.elementsEqual(group) {
-                        if rows.count >= need { return false }
+                        if count >= need { return false }
                         group = Array(current)
                     }
                     try table.withEntryRecord(spec, value, read: reader.get) { try add($0) }
@@ -284,6 +293,7 @@ struct KVReads<Reader: OrderedKeyValueReader> {
             // the sort order), the ranges instead.
             if try !walk(walked, .all, reverse: descending, groupComponents: 1, budget: budget) {
                 rows.removeAll()
+                count = 0
                 try ranges(source, r)
             }
         case .compoundRanges(let index, let r, _), .countEntries(let index, let r, _):
@@ -295,6 +305,6 @@ struct KVReads<Reader: OrderedKeyValueReader> {
         case .scan:
             try ranges(.primary, [.all])
         }
-        return rows
+        return (rows, count)
     }
 }

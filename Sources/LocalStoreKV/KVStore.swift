@@ -104,7 +104,7 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
     func delete(matching query: Query) throws -> (table: String, count: Int) {
         let table = try catalog.table(query.table)
         let resolved = try ResolvedQuery(query, schema: table.schema)
-        let matches = resolved.order(try reads.matches(table, resolved, try reads.plan(table, resolved).plan)).rows
+        let matches = resolved.order(try reads.matches(table, resolved, try reads.plan(table, resolved).plan).rows).rows
         try atomically {
             var deleted = 0
             for row in matches where try deleteRow(table, idKey: KeyCodec.idKey(row[table.schema.idIndex])) != nil { deleted += 1 }

@@ -120,7 +120,15 @@ public final class RocksDBEngine: OrderedKeyValueEngine, @unchecked Sendable {  
             Self.registry[path] = nil
             return true
         }
-        if last { rocksdb_transactiondb_close(shared.db) }
+        guard last else { return }
+        // The memtable written out first: the next open then reads tables, not the whole write-ahead log.
+        let flush = rocksdb_flushoptions_create()
+        rocksdb_flushoptions_set_wait(flush, 1)
+        var error: UnsafeMutablePointer<CChar>?
+        rocksdb_transactiondb_flush(shared.db, flush, &error)
+        rocksdb_flushoptions_destroy(flush)
+        rocksdb_transactiondb_close(shared.db)
+        try Self.check(error, "flush", path)  // the commits are in the log all the same
     }
 
     /// A snapshot (no `transaction`) or a write transaction.

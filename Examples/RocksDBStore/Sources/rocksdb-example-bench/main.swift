@@ -13,7 +13,7 @@ import RocksDBStore
 let arguments = CommandLine.arguments.dropFirst()
 let records = arguments.first.flatMap(Int.init) ?? 100_000
 let rounds = max(1, arguments.dropFirst().first.flatMap(Int.init) ?? 3)
-let workloads: [Workload] = [.queryIndexed, .queryScan, .readById, .upsert, .enqueue, .pushCycle]
+let workloads = Workload.allCases
 let backends = [
     BenchBackend.persistent(name: "lmdb", baseline: nil, file: "store.lmdb") { try LMDBStore(path: $0) },
     BenchBackend.persistent(name: "rocksdb", baseline: nil, file: "rocksdb") { try RocksDBStore.open(directory: $0) },
