@@ -104,17 +104,20 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
     func delete(matching query: Query) throws -> (table: String, count: Int) {
         let table = try catalog.table(query.table)
         let resolved = try ResolvedQuery(query, schema: table.schema)
-        let matches = resolved.order(try reads.matches(table, resolved, try reads.plan(table, resolved).plan).rows).rows
+        var matches = try reads.matches(table, resolved, try reads.plan(table, resolved).plan).rows
+        // Ordered only when the query cuts them (skip, top): otherwise every match goes, in any order.
+        if resolved.top != nil || resolved.skip > 0 { matches = resolved.order(matches).rows }
         try atomically {
-            var deleted = 0
-            for row in matches where try deleteRow(table, idKey: KeyCodec.idKey(row[table.schema.idIndex])) != nil { deleted += 1 }
-            try adjustRowCount(table, by: -deleted)
+            // Each row as just read: its index entries are found from it, without reading it again.
+            for row in matches { _ = try deleteRow(table, idKey: KeyCodec.idKey(row[table.schema.idIndex]), row: row) }
+            try adjustRowCount(table, by: -matches.count)
         }
         return (table.schema.name, matches.count)
     }
 
-    private func deleteRow(_ table: KVTable, idKey: [UInt8]) throws -> Value? {
-        guard let row = try reads.row(table, idKey: idKey) else { return nil }
+    /// Deletes a row and its index entries; `row`: the row as stored, when the caller has just read it.
+    private func deleteRow(_ table: KVTable, idKey: [UInt8], row known: [Value]? = nil) throws -> Value? {
+        guard let row = try known ?? reads.row(table, idKey: idKey) else { return nil }
         for spec in table.specs { try delete(table.entryKey(spec, row, idKey: idKey)) }
         try delete(KVKeys.row(table.number, idKey: idKey))
         return row[table.schema.idIndex]
