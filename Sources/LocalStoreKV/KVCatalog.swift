@@ -13,7 +13,9 @@ import LocalStore
 /// ```
 ///
 /// Id keys are `KeyCodec.appendId` (NOCASE bytes for a string id, order-preserving 8 bytes for an
-/// integer), components `KeyCodec.appendComponent` (complemented for a descending one).
+/// integer), components `KeyCodec.appendComponent` (complemented for a descending one,
+/// `KeyCodec.appendNoCaseComponent` for a NOCASE one). A covering index's entry value is the id key's length
+/// (varint), the id key and the row's record.
 enum KVKeys {
     static let version: [UInt8] = [0x00, 0x00]
     static let tablePrefix: [UInt8] = [0x00, 0x01]
@@ -67,6 +69,13 @@ struct KVIndexSpec: Codable, Hashable, Sendable {
     /// such a component answers equalities ignoring case (and case-sensitive ones as a superset), never
     /// ranges or sorts. `nil`: none does.
     var noCase: [Bool]? = nil
+    /// How the NOCASE components are encoded: ``noCaseFormat`` (`KeyCodec.appendNoCaseComponent`, as LMDB
+    /// and the planner encode them); `nil` in a store written before, whose entries held the NOCASE key as
+    /// a string component (rebuilt when the store opens).
+    var noCaseFormat: Int? = nil
+
+    /// The current ``noCaseFormat``.
+    static let noCaseFormat = 2
 
     /// Whether component `i` holds NOCASE keys.
     func isNoCase(_ i: Int) -> Bool { noCase.map { i < $0.count && $0[i] } ?? false }
@@ -82,7 +91,8 @@ struct KVIndexSpec: Codable, Hashable, Sendable {
         }
     }
 
-    /// The indexes KVStore keeps on the system tables, as the LMDB backend does: the operations table's
+    /// The indexes KVStore keeps on the system tables (LMDB's, except that the config table's leads with the
+    /// table ignoring case, the way the delta-token lookups compare it): the operations table's
     /// `itemOperations` (table, itemId ignoring case: `pendingOperations(table:itemId:)`, the collapse rules'
     /// lookup on every enqueue), the errors table's `operationId` (a push's errors, found and removed per
     /// operation) and the config table's `deltaTokens` (table ignoring case, keyType, key: a pull's delta tokens), numbered
@@ -97,7 +107,9 @@ struct KVIndexSpec: Codable, Hashable, Sendable {
         }
         let positions = columns.compactMap { schema.index(ofColumn: $0) }
         guard positions.count == columns.count else { return nil }
-        return KVIndexSpec(number: number, name: name, columns: positions, descending: positions.map { _ in false }, noCase: noCase)
+        return KVIndexSpec(
+            number: number, name: name, columns: positions, descending: positions.map { _ in false }, noCase: noCase,
+            noCaseFormat: noCase == nil ? nil : noCaseFormat)
     }
 }
 
@@ -259,6 +271,16 @@ struct KVCatalog: Sendable {
             } catch {
                 throw LocalStoreError(.corrupt, "the store is damaged: a table definition does not decode (\(error))")
             }
+            for spec in record.specs {
+                let width = spec.columns.count
+                guard width > 0, spec.descending.count == width, spec.noCase.map({ $0.count == width }) ?? true,
+                    spec.columns.allSatisfy({ $0 >= 0 && $0 < record.columns.count })
+                else {
+                    throw LocalStoreError(
+                        .corrupt, "the store is damaged: index '\(spec.name)' of table '\(record.name)' has a malformed definition",
+                        table: record.name)
+                }
+            }
             catalog.tables[Identifier.fold(record.name)] = KVTable(record)
             return true
         }
@@ -278,7 +300,7 @@ struct KVCatalog: Sendable {
 /// The plans of recent queries, kept for the next read of the same query in the same catalog generation
 /// (at most ``capacity``; emptied when full or when a newer generation keeps one). LMDB keeps one per
 /// environment, ``KVStore`` one per loaded catalog. A query whose equal queries may differ from it
-/// (``Query/isPlanCacheable(_:)``: non-ASCII strings, json, -0, NaN) is never kept.
+/// (``Query/isPlanCacheable(_:)``: non-ASCII strings, json, -0, NaN) is never kept nor looked up.
 package struct QueryPlanCache<Entry> {
     package static var capacity: Int { 64 }
 
@@ -287,9 +309,11 @@ package struct QueryPlanCache<Entry> {
 
     package init() {}
 
-    /// The entry of `query` kept in `generation`, or `nil`.
+    /// The entry of `query` kept in `generation`, or `nil`. A query that is not ``Query/isPlanCacheable(_:)``
+    /// gets `nil` too: it may equal a kept query (`==` on strings is canonical equivalence, `-0 == 0`)
+    /// whose answer is not its own.
     package func entry(_ query: Query, generation: UInt64) -> Entry? {
-        guard generation == self.generation, !entries.isEmpty else { return nil }
+        guard generation == self.generation, !entries.isEmpty, Query.isPlanCacheable(query) else { return nil }
         return entries[query]
     }
 

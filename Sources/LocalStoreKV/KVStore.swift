@@ -32,9 +32,9 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
     func adjustRowCount(_ table: KVTable, by delta: Int) throws {
         guard delta != 0 else { return }
         let key = KVKeys.rowCount(table.number)
-        let count = Int(clamping: try KVCatalog.readNumber(key, writer))
+        let count = Int(clamping: try KVCatalog.readNumber(key, writer)).addingReportingOverflow(delta)
         var bytes: [UInt8] = []
-        KeyCodec.appendBigEndian(UInt64(max(0, count + delta)), into: &bytes)
+        KeyCodec.appendBigEndian(UInt64(max(0, count.overflow ? Int.max : count.partialValue)), into: &bytes)
         try put(key, bytes)
     }
 
@@ -109,8 +109,12 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
         if resolved.top != nil || resolved.skip > 0 { matches = resolved.order(matches).rows }
         try atomically {
             // Each row as just read: its index entries are found from it, without reading it again.
-            for row in matches { _ = try deleteRow(table, idKey: KeyCodec.idKey(row[table.schema.idIndex]), row: row) }
-            try adjustRowCount(table, by: -matches.count)
+            var deleted = Set<[UInt8]>()
+            for row in matches {
+                let idKey = KeyCodec.idKey(row[table.schema.idIndex])
+                if deleted.insert(idKey).inserted { _ = try deleteRow(table, idKey: idKey, row: row) }
+            }
+            try adjustRowCount(table, by: -deleted.count)
         }
         return (table.schema.name, matches.count)
     }
@@ -245,15 +249,30 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
                 try KVCatalog.write(record, version: catalog.version, writer)
                 catalog.tables[Identifier.fold(schema.name)] = KVTable(record)
             }
-            // The system tables' indexes (added to a store made without them, and built).
+            // The system tables' indexes (added to a store made without them, and built; rebuilt when written
+            // in an older encoding).
             for name in [systemTableNames.operations, systemTableNames.errors, systemTableNames.config] {
                 guard let existing = catalog.tables[Identifier.fold(name)] else { continue }
                 let first = (existing.specs.map(\.number).max() ?? 0) + 1
-                guard let spec = KVIndexSpec.system(existing.schema, names: systemTableNames, number: first),
-                    !existing.specs.contains(where: { $0.name == spec.name })
-                else { continue }
+                guard let wanted = KVIndexSpec.system(existing.schema, names: systemTableNames, number: first) else { continue }
                 var record = existing.record
-                record.specs.append(spec)
+                let spec: KVIndexSpec
+                if let i = record.specs.firstIndex(where: { $0.name == wanted.name }) {
+                    // Entries written before NOCASE components took LMDB's encoding: removed and written again.
+                    guard record.specs[i].noCase != nil, record.specs[i].noCaseFormat != KVIndexSpec.noCaseFormat else { continue }
+                    let prefix = KVKeys.index(existing.number, record.specs[i].number)
+                    var stale: [[UInt8]] = []
+                    try writer.scan(from: prefix, to: KVKeyRange.end(of: prefix), reverse: false) { key, _ in
+                        stale.append(Array(key))
+                        return true
+                    }
+                    for key in stale { try writer.delete(key) }
+                    record.specs[i].noCaseFormat = KVIndexSpec.noCaseFormat
+                    spec = record.specs[i]
+                } else {
+                    record.specs.append(wanted)
+                    spec = wanted
+                }
                 let table = KVTable(record)
                 try Self.index(table, [spec], writer)
                 catalog.version += 1
@@ -279,8 +298,10 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
     }
 
     /// Publishes an unlisted change when another store object committed since this one last looked (the
-    /// tracker ignores what it reads while this store writes: nobody else commits then); with `baseline`
-    /// (the first observer registers, maybe inside a write body), only records the counter.
+    /// tracker ignores what it reads while an observed write of this store runs; a poll that reads an older
+    /// snapshot during an unobserved one may announce this store's commit as another's: one extra unlisted
+    /// change, never a missed one); with `baseline` (the first observer registers, maybe inside a write
+    /// body), only records the counter.
     private func probeCommits(baseline: Bool) {
         let counter = lock.withLock { isClosed ? nil : try? engine.read { try KVCatalog.readNumber(KVKeys.commits, $0) } }
         if let counter { tracker.sawCommitted(Int(clamping: counter), baseline: baseline) }
@@ -332,9 +353,11 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
         }
     }
 
-    /// The access path a read of `query` takes: `primaryKey` for ids, the index whose leading columns
-    /// the query constrains most (equalities, then one range), or whose first column orders a `top` list,
-    /// else `fullScan`.
+    /// The access path a read of `query` takes, as the shared planner chooses it: `primaryKey` for ids, a
+    /// range of ids or a `top` list walked in id order; the index whose leading components the query
+    /// constrains most (equalities, then one range), counted alone for a count it answers exactly, or whose
+    /// order answers a `top` list's sort (a cost choice between the two, from the row count, reports the
+    /// walk it tries first); else `fullScan`.
     public func accessPath(for query: Query) throws -> QueryAccessPath { try reading { try $0.accessPath(query) } }
 
     public func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
@@ -363,7 +386,7 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
                 let result = try engine.write { writer -> R in
                     // This write's commit number: what other store objects committed before it is published first.
                     let counter = try KVCatalog.readNumber(KVKeys.commits, writer)
-                    commit = Int(clamping: counter) + 1
+                    commit = Int(clamping: counter &+ 1)
                     began = tracker.writeBegan(txnId: commit)
                     let writes = KVWrites(writer, catalog: try catalog(writer))
                     let transaction = KVTransaction(writes, systemTableNames: systemTableNames, changes: began)
@@ -371,7 +394,7 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
                     let result = try body(transaction)
                     if let failure = writes.failure { throw failure }
                     changes = transaction.changes
-                    try KVCatalog.writeNumber(counter + 1, KVKeys.commits, writer)
+                    try KVCatalog.writeNumber(counter &+ 1, KVKeys.commits, writer)
                     return result
                 }
                 tracker.committed(txnId: commit, changes)

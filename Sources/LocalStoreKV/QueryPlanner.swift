@@ -27,7 +27,8 @@ package struct IndexDefinition: Hashable, Sendable {
     /// The compound index of the schema this database implements; `nil` for a column index (from
     /// `Column.indexed`) and for the system tables' indexes.
     package var compound: TableIndex? = nil
-    /// The backend's own number for the index (``KVStore``: its spec's number; LMDB does not use it).
+    /// The backend's own number for the index (``KVStore``: its spec's position in the table's specs; LMDB
+    /// does not use it).
     package var slot: Int = 0
 
     package init(database: String, components: [Component], compound: TableIndex? = nil, slot: Int = 0) {
@@ -310,7 +311,8 @@ package struct QueryPlanner {
     /// constant). `nil` when it answers none of them.
     private func sortMatch(_ index: IndexDefinition, _ c: Candidate) -> SortMatch? {
         guard c.ranges.count == 1 else { return nil }
-        let fixed = Set(index.components.prefix(c.equalities).map(\.column))
+        // A NOCASE component's equality leaves its column's case free: it fixes no sort key.
+        let fixed = Set(index.components.prefix(c.equalities).filter { !$0.noCase }.map(\.column))
         var j = c.equalities
         var direction: Bool? = nil
         for key in query.sort where !fixed.contains(key.column) {

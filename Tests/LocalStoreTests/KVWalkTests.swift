@@ -1,11 +1,13 @@
 import Foundation
 import LocalStore
+import LocalStoreLMDB
 @testable import LocalStoreKV
 import Testing
 
-/// `KVStore`'s list queries answered by walking an index in the sort's order: an exact walk (the
-/// predicate is the walked range's equalities) builds its items from the entries' records; a tie on
-/// the sort's column sends it to the shared evaluator. Either way the items are the reference's.
+/// `KVStore`'s plans (the shared planner's) checked against `InMemoryStore`: index walks in the sort's
+/// order (an exact walk, whose range holds exactly the matches, builds its items from the entries' records;
+/// a tie on the sort's components sends it to the shared evaluator), walks in id order, the cost choice, the
+/// system tables' indexes, the plan cache, and a damaged catalog.
 @Suite("KVStore index walks")
 struct KVWalkTests {
     static let schema = TableSchema(
@@ -153,6 +155,79 @@ struct KVWalkTests {
         #expect(try count() == expected)
     }
 
+    @Test("queries equal under Swift's == but not byte for byte (a Kelvin sign and K, -0 and 0) each get their own answer, not a cached plan's: KVStore and LMDB")
+    func equalQueriesKeepTheirAnswers() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("KVWalk-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let schema = TableSchema(name: "E", columns: [Column("id", .string), Column("name", .string, indexed: true), Column("d", .double, indexed: true)])
+        let reference = try InMemoryStore()
+        let stores: [(String, any LocalStore)] = [
+            ("kv", try KVStore(engine: InMemoryKVEngine())), ("lmdb", try LMDBStore(path: dir.appendingPathComponent("store.lmdb").path)),
+        ]
+        let rows = [Item(["id": "1", "name": "K", "d": 0.0]), Item(["id": "2", "name": "\u{212A}", "d": -0.0]), Item(["id": "3", "name": "é", "d": 1])]
+        for s in [reference] + stores.map(\.1) {
+            try s.defineTable(schema)
+            try s.upsert(rows, into: "E")
+        }
+        let queries = [
+            Query("E", where: Field("name") == "K"), Query("E", where: Field("name") == "\u{212A}"),
+            Query("E", where: Field("name") == "é"), Query("E", where: Field("name") == "e\u{301}"),
+            Query("E", where: Field("d") == .literal(.double(0.0)), sort: [SortKey("d")], top: 5),
+            Query("E", where: Field("d") == .literal(.double(-0.0)), sort: [SortKey("d")], top: 5),
+        ]
+        for (name, store) in stores {
+            for _ in 0..<2 {
+                for query in queries { #expect(try store.read(query).items == reference.read(query).items, "\(name): \(query)") }
+            }
+        }
+    }
+
+    @Test("an equality ignoring case on a NOCASE component does not fix a case-sensitive sort on its column: the walk is not taken")
+    func noCaseEqualityDoesNotFixTheSort() throws {
+        let store = try KVStore(engine: InMemoryKVEngine())
+        let reference = try InMemoryStore()
+        let config = store.systemTableNames.config
+        for s in [store as any LocalStore, reference] {
+            try s.upsert(
+                [
+                    Item(["id": "c1", "table": "t", "key": "k", "keyType": 0, "value": "a"]),
+                    Item(["id": "c2", "table": "T", "key": "k", "keyType": 5, "value": "b"]),
+                    Item(["id": "c3", "table": "t", "key": "j", "keyType": 9, "value": "c"]),
+                ], into: config)
+        }
+        for top in 1...3 {
+            for sort in [[SortKey("table"), SortKey("keyType")], [SortKey("table", .descending), SortKey("keyType")], [SortKey("keyType", .descending)]] {
+                let query = Query(config, where: Field("table").equalsIgnoringCase("t"), sort: sort, top: top)
+                #expect(try store.read(query).items == reference.read(query).items, "\(query)")
+            }
+        }
+    }
+
+    @Test("a damaged index definition in the catalog is refused as corrupt when the store opens, naming the index and table")
+    func damagedIndexDefinition() throws {
+        for damage in 0..<3 {
+            let engine = InMemoryKVEngine()
+            let store = try KVStore(engine: engine)
+            try store.defineTable(Self.schema)
+            try store.close()
+            try engine.write { writer in
+                var record = try KVCatalog.load(writer).table("T").record
+                guard !record.specs.isEmpty else { return }
+                switch damage {
+                case 0: record.specs[0].descending = []
+                case 1: record.specs[0].columns = [99]
+                default: record.specs[0].columns = []
+                }
+                try KVCatalog.write(record, version: 1_000 + UInt64(damage), writer)
+            }
+            #expect { try KVStore(engine: engine) } throws: { error in
+                guard let error = error as? LocalStoreError else { return false }
+                return error.code == .corrupt && "\(error)".contains("'T'")
+            }
+        }
+    }
+
     @Test("integer ids (the operations queue): ranges on the id and lists sorted on it read the rows in id order, as far as needed")
     func integerIdRanges() throws {
         let store = try KVStore(engine: InMemoryKVEngine())
@@ -238,7 +313,45 @@ struct KVWalkTests {
             }
         }
         #expect(try engine.read { snapshot in try [names.operations, names.errors, names.config].allSatisfy { try KVCatalog.load(snapshot).table($0).specs.isEmpty } })
-        try check(try KVStore(engine: engine), "reopened")
+        let reopened = try KVStore(engine: engine)
+        try check(reopened, "reopened")
+        // A store written before NOCASE components took LMDB's encoding: its itemOperations entries held
+        // the NOCASE key as a string component, and its spec no format. Reopened, the index is rebuilt.
+        try reopened.close()
+        try engine.write { writer in
+            var catalog = try KVCatalog.load(writer)
+            let table = try catalog.table(names.operations)
+            var record = table.record
+            guard let i = record.specs.firstIndex(where: { $0.name == "itemOperations" }) else { return }
+            record.specs[i].noCaseFormat = nil
+            let spec = record.specs[i]
+            let prefix = KVKeys.index(table.number, spec.number)
+            var entries: [([UInt8], [UInt8])] = []
+            try writer.scan(from: KVKeys.rows(table.number), to: KVKeyRange.end(of: KVKeys.rows(table.number)), reverse: false) { key, value in
+                let row = try table.decode(value)
+                let idKey = Array(key[KVKeys.rows(table.number).count...])
+                var entry = prefix
+                KeyCodec.appendComponent(row[spec.columns[0]], into: &entry)
+                if case .string(let itemId) = row[spec.columns[1]] { KeyCodec.appendComponent(.string(Collation.noCaseKey(itemId)), into: &entry) }
+                entries.append((entry + idKey, idKey))
+                return true
+            }
+            var stale: [[UInt8]] = []
+            try writer.scan(from: prefix, to: KVKeyRange.end(of: prefix), reverse: false) { key, _ in
+                stale.append(Array(key))
+                return true
+            }
+            for key in stale { try writer.delete(key) }
+            for (key, value) in entries { try writer.put(key, value) }
+            catalog.version += 1
+            try KVCatalog.write(record, version: catalog.version, writer)
+        }
+        let rebuilt = try KVStore(engine: engine)
+        try check(rebuilt, "rebuilt")
+        // The rebuilt entries are the ones deletions remove: the index reads no row that is gone.
+        try rebuilt.delete(ids: try rebuilt.read(Query(names.operations, top: 3)).items.compactMap { $0["id"] }, from: names.operations)
+        try reference.delete(ids: try reference.read(Query(names.operations, top: 3)).items.compactMap { $0["id"] }, from: names.operations)
+        try check(rebuilt, "rebuilt, after deletions")
     }
 
     @Test("a query read again reuses its plan until the table is redefined: then the new columns and indexes are used at once")
