@@ -43,27 +43,28 @@ struct KVReads<Reader: OrderedKeyValueReader> {
     /// count and the index entries as statistics for its cost choice), and the same plan again when it can
     /// be reused for the same query and catalog: when the planner did not look at the data to choose it.
     func plan(_ table: KVTable, _ query: ResolvedQuery) throws -> (plan: QueryPlan, reusable: QueryPlan?) {
-        var consulted = false
         let statistics = PlanStatistics(
-            rowCount: {
-                consulted = true
-                return Int(clamping: try KVCatalog.readNumber(KVKeys.rowCount(table.number), reader))
-            },
-            countEntries: { source, ranges, limit in
-                consulted = true
-                return try countEntries(table, source, ranges, limit: limit)
-            })
-        let plan = try QueryPlanner(schema: table.schema, indexes: table.indexes, query: query, statistics: statistics).plan()
-        return (plan, consulted ? nil : plan)
+            rowCount: { Int(clamping: try KVCatalog.readNumber(KVKeys.rowCount(table.number), reader)) },
+            countEntries: { source, ranges, limit in try countEntries(table, source, ranges, limit: limit) })
+        return try QueryPlanner(schema: table.schema, indexes: table.indexes, query: query, statistics: statistics).reusablePlan()
     }
 
-    /// The number of entries of `source` within `ranges`, counted no further than `limit`.
-    func countEntries(_ table: KVTable, _ source: PlanSource, _ ranges: [KeyRange], limit: Int) throws -> Int {
+    /// The number of entries of `source` within `ranges`, counted no further than `limit` (the planner's
+    /// statistics; an index-only count).
+    /// With `distinct`, an index's entries of one row within several ranges (overlapping `IN` ranges) count once.
+    func countEntries(_ table: KVTable, _ source: PlanSource, _ ranges: [KeyRange], limit: Int = .max, distinct: Bool = false) throws -> Int {
         let prefix = table.prefix(source)
+        let spec: KVIndexSpec? = if case .index(let index) = source { table.specs[index.slot] } else { nil }
+        let dedup = distinct && ranges.count > 1
+        var seen = Set<[UInt8]>()
         var n = 0
         for range in ranges where n < limit {
             let keys = KVKeyRange(range, under: prefix)
-            try reader.scan(from: keys.lower, to: keys.upper, reverse: false) { _, _ in
+            try reader.scan(from: keys.lower, to: keys.upper, reverse: false) { key, value in
+                if dedup {
+                    let id = spec.map { Self.entryIdKey($0, value) } ?? Array(key)
+                    guard seen.insert(id).inserted else { return true }
+                }
                 n += 1
                 return n < limit
             }
@@ -105,7 +106,7 @@ struct KVReads<Reader: OrderedKeyValueReader> {
             }
         case .countEntries(let index, let ranges, _):
             // Only the count is wanted, and the entries are exactly the matches: no row is read.
-            return ReadResult(items: [], totalCount: resolved.includeTotalCount ? try countEntries(table, index, ranges) : nil)
+            return ReadResult(items: [], totalCount: resolved.includeTotalCount ? try countEntries(table, .index(index), ranges, distinct: true) : nil)
         default:
             break
         }
@@ -178,23 +179,6 @@ struct KVReads<Reader: OrderedKeyValueReader> {
         return try records.withUnsafeBytes { bytes in
             try builder.items(count: taken.count) { UnsafeRawBufferPointer(rebasing: bytes[taken[taken.startIndex + $0]]) }
         }
-    }
-
-    /// The number of distinct rows with an entry within `ranges` of `index`.
-    func countEntries(_ table: KVTable, _ index: IndexDefinition, _ ranges: [KeyRange]) throws -> Int {
-        let spec = table.specs[index.slot]
-        let prefix = table.prefix(.index(index))
-        let dedup = ranges.count > 1
-        var seen = Set<[UInt8]>()
-        var n = 0
-        for range in ranges {
-            let keys = KVKeyRange(range, under: prefix)
-            try reader.scan(from: keys.lower, to: keys.upper, reverse: false) { _, value in
-                if !dedup || seen.insert(Self.entryIdKey(spec, value)).inserted { n += 1 }
-                return true
-            }
-        }
-        return n
     }
 
     func accessPath(_ query: Query) throws -> QueryAccessPath {

@@ -281,13 +281,8 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
             }
             // Row counts (the planner's statistics) of a store made without them.
             for table in catalog.tables.values where try writer.get(KVKeys.rowCount(table.number)) == nil {
-                let prefix = KVKeys.rows(table.number)
-                var count: UInt64 = 0
-                try writer.scan(from: prefix, to: KVKeyRange.end(of: prefix), reverse: false) { _, _ in
-                    count += 1
-                    return true
-                }
-                if count > 0 { try KVCatalog.writeNumber(count, KVKeys.rowCount(table.number), writer) }
+                let count = try KVReads(reader: writer, catalog: catalog).countEntries(table, .primary, [.all])
+                if count > 0 { try KVCatalog.writeNumber(UInt64(count), KVKeys.rowCount(table.number), writer) }
             }
             return catalog
         }

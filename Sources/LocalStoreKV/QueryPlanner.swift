@@ -197,6 +197,28 @@ package struct QueryPlanner {
     /// The most Cartesian-product ranges a composite index lookup may expand to.
     package static let maximumRanges = 1024
 
+    /// ``plan()``, and the same plan again when it can be reused for the same query and catalog: when the
+    /// planner did not consult ``statistics`` (the data) to choose it; `nil` otherwise.
+    package func reusablePlan() throws -> (plan: QueryPlan, reusable: QueryPlan?) {
+        guard let statistics else {
+            let plan = try plan()
+            return (plan, plan)
+        }
+        var consulted = false
+        var observing = self
+        observing.statistics = PlanStatistics(
+            rowCount: {
+                consulted = true
+                return try statistics.rowCount()
+            },
+            countEntries: { source, ranges, limit in
+                consulted = true
+                return try statistics.countEntries(source, ranges, limit)
+            })
+        let plan = try observing.plan()
+        return (plan, consulted ? nil : plan)
+    }
+
     package func plan() throws -> QueryPlan {
         let parts = query.predicate.conjuncts
         if parts.contains(where: { if case .constant(false) = $0 { return true } else { return false } }) { return .empty }

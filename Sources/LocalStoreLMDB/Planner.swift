@@ -109,19 +109,7 @@ struct QueryRunner {
     /// The plan of the query, and the same plan again when it can be reused for the same query and
     /// catalog: when the planner did not look at the data (entry counts) to choose it.
     private func makePlan() throws -> (plan: QueryPlan, reusable: QueryPlan?) {
-        let statistics = context.statistics(table)
-        var consulted = false
-        let observed = PlanStatistics(
-            rowCount: {
-                consulted = true
-                return try statistics.rowCount()
-            },
-            countEntries: { source, ranges, limit in
-                consulted = true
-                return try statistics.countEntries(source, ranges, limit)
-            })
-        let plan = try QueryPlanner(table: table, query: query, statistics: observed).plan()
-        return (plan, consulted ? nil : plan)
+        try QueryPlanner(table: table, query: query, statistics: context.statistics(table)).reusablePlan()
     }
 
     private func execute(_ plan: QueryPlan) throws -> Output {
