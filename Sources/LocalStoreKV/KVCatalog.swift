@@ -27,12 +27,7 @@ enum KVKeys {
 
     /// A table's row count (8 bytes, big-endian; absent: no rows), kept by every write: the planner's
     /// statistics, with the index entries it counts.
-    static func rowCount(_ table: UInt32) -> [UInt8] {
-        var out: [UInt8] = [0x00, 0x03]
-        KeyCodec.appendBigEndian(UInt64(table) << 32, into: &out)
-        out.removeLast(4)
-        return out
-    }
+    static func rowCount(_ table: UInt32) -> [UInt8] { [0x00, 0x03] + rows(table).dropFirst() }
 
     static func rows(_ table: UInt32) -> [UInt8] {
         var out: [UInt8] = [0x01]

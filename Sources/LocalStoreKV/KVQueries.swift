@@ -13,11 +13,6 @@ struct KVKeyRange: Hashable, Sendable {
         lower = prefix + (range.lower ?? [])
         upper = range.upper.map { prefix + $0 } ?? Self.end(of: prefix)
     }
-
-    init(lower: [UInt8], upper: [UInt8]) {
-        self.lower = lower
-        self.upper = upper
-    }
 }
 
 extension KVTable {
