@@ -68,6 +68,7 @@ extension ConformanceSuite {
         ConformanceCheck(name: "systemTableSyncQueries", systemTableSyncQueries),
         ConformanceCheck(name: "appendOperationIds", appendOperationIds),
         ConformanceCheck(name: "appendOperationIdExhausted", appendOperationIdExhausted),
+        ConformanceCheck(name: "appendOperationIdsInsideOneWrite", appendOperationIdsInsideOneWrite),
         ConformanceCheck(name: "pendingOperationQueries", pendingOperationQueries),
         ConformanceCheck(name: "removeOperationRemovesItsErrors", removeOperationRemovesItsErrors),
         ConformanceCheck(name: "operationErrorsRecordListClear", operationErrorsRecordListClear),

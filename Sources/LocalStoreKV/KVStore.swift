@@ -135,6 +135,9 @@ final class KVTransaction<Writer: OrderedKeyValueWriter>: LocalStoreTransaction 
     private(set) var changes: ChangeCollector?
     private let thread = Thread.current
     private var isActive = true
+    /// The operations table's largest id as this transaction last read or wrote it (`.some(nil)`: the
+    /// table is empty), or `nil` when unknown (KVSystemShortcuts.swift).
+    var knownLargestOperationId: Int64?? = nil
 
     init(_ writes: KVWrites<Writer>, systemTableNames: SystemTableNames, changes: ChangeCollector?) {
         self.writes = writes
@@ -144,7 +147,13 @@ final class KVTransaction<Writer: OrderedKeyValueWriter>: LocalStoreTransaction 
 
     func end() { isActive = false }
 
-    private func check() throws {
+    /// Forgets the operations table's largest id when `table` names the operations table: before every
+    /// upsert and delete of it that does not keep the id exact itself.
+    private func forgetLargestOperationId(writing table: String) {
+        if knownLargestOperationId != nil, Identifier.fold(table) == Identifier.fold(systemTableNames.operations) { knownLargestOperationId = nil }
+    }
+
+    func check() throws {
         guard Thread.current === thread else {
             throw LocalStoreError(.misuse, "a transaction was used from another thread than its write body's")
         }
@@ -165,17 +174,20 @@ final class KVTransaction<Writer: OrderedKeyValueWriter>: LocalStoreTransaction 
     }
     func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
         try check()
+        forgetLargestOperationId(writing: table)
         let done = try writes.upsert(items, into: table, options: options)
         changes?.upserted(done.ids, in: done.table)
     }
     func delete(ids: [Value], from table: String) throws {
         try check()
         guard !ids.isEmpty else { return }
+        forgetLargestOperationId(writing: table)
         let done = try writes.delete(ids: ids, from: table)
         if !done.ids.isEmpty { changes?.deleted(done.ids, in: done.table) }
     }
     func delete(matching query: Query) throws {
         try check()
+        forgetLargestOperationId(writing: query.table)
         let done = try writes.delete(matching: query)
         if done.count > 0 { changes?.changedMany(in: done.table) }
     }
@@ -188,6 +200,8 @@ final class KVTransaction<Writer: OrderedKeyValueWriter>: LocalStoreTransaction 
             return try writes.atomically { try body(self) }
         } catch {
             changes = saved
+            // The body's writes are undone: what it learned of the operations table may no longer hold.
+            knownLargestOperationId = nil
             throw error
         }
     }

@@ -90,6 +90,7 @@ struct ConformanceTests {
         "systemTableSyncQueries",
         "appendOperationIds",
         "appendOperationIdExhausted",
+        "appendOperationIdsInsideOneWrite",
         "pendingOperationQueries",
         "removeOperationRemovesItsErrors",
         "operationErrorsRecordListClear",
@@ -243,6 +244,7 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func systemTableSyncQueries(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func appendOperationIds(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func appendOperationIdExhausted(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func appendOperationIdsInsideOneWrite(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pendingOperationQueries(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func removeOperationRemovesItsErrors(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func operationErrorsRecordListClear(_ backend: StoreFactory) throws { try runCheck(backend) }

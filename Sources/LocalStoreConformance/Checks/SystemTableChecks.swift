@@ -202,6 +202,68 @@ extension ConformanceSuite {
         }
     }
 
+    /// Inside one `write {}` body every `appendOperation` (and `enqueue`) sees what the body did to the
+    /// operations table before it — its own appends, rows upserted or deleted by other calls under any
+    /// spelling of the table's name, a failed call, a nested write that rolled back — so it never reuses
+    /// an id in use nor skips one: a backend that keeps the queue's largest id for the length of a
+    /// transaction must keep it exact.
+    public static func appendOperationIdsInsideOneWrite(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            try store.defineTable(queueSchema)
+            let ops = store.operationTableName
+            func other(_ id: Int64) -> Item { TableOperation(id: id, table: "T", itemId: "other\(id)", properties: [UInt8(id)]).item }
+            try store.write { tx in
+                try expectEqual(try tx.appendOperation(table: "T", itemId: "a").id, 1, "the first append")
+                try tx.upsert([other(2)], into: ops.uppercased())
+                try expectEqual(try tx.appendOperation(table: "T", itemId: "b").id, 3, "above a row upserted by the same body")
+                try expectEqual(try tx.operation(id: 2), TableOperation(other(2)), "the upserted row is not overwritten")
+                do {
+                    try tx.write { inner in
+                        try expectEqual(try inner.appendOperation(table: "T", itemId: "c").id, 4, "inside a nested write")
+                        throw Rollback(marker: 1)
+                    }
+                } catch is Rollback {}
+                try expectEqual(try tx.appendOperation(table: "T", itemId: "d").id, 4, "after a nested write that appended rolled back")
+                do {
+                    try tx.write { inner in
+                        try inner.upsert([other(10)], into: ops)
+                        throw Rollback(marker: 2)
+                    }
+                } catch is Rollback {}
+                try tx.write { inner in
+                    try expectEqual(try inner.enqueue(.insert, ["id": "q1", "text": "x"], into: "QItem").operation?.id, 5, "an enqueue in a nested write")
+                }
+                try expectEqual(try tx.appendOperation(table: "T", itemId: "e").id, 6, "after a nested write that upserted rolled back, and one that committed")
+                try expectThrows(code: .typeMismatch, "a failed upsert of two rows") {
+                    try tx.upsert([other(7), ["id": 8, "tableKind": "bad"]], into: ops)
+                }
+                try expectEqual(try tx.appendOperation(table: "T", itemId: "f").id, 7, "after a failed upsert wrote nothing")
+                // Other code lowering the high-water mark after a delete of the newest rows: the next id
+                // is one above the largest left.
+                func lowerTheMark() throws {
+                    try tx.upsert([["id": .string(TableConfigEntry.operationIdHighWaterId), "value": "0"]], into: store.configTableName)
+                }
+                try tx.delete(ids: [7], from: ops)
+                try lowerTheMark()
+                try expectEqual(try tx.appendOperation(table: "T", itemId: "g").id, 7, "after delete(ids:) of the newest and a lowered mark")
+                try tx.upsert([other(20)], into: ops)
+                try expectEqual(try tx.appendOperation(table: "T", itemId: "h").id, 21, "above a row upserted with a larger id")
+                try tx.delete(matching: Query(ops.lowercased(), where: Field("id") >= 20))
+                try lowerTheMark()
+                try expectEqual(try tx.appendOperation(table: "T", itemId: "i").id, 8, "after delete(matching:) of the newest and a lowered mark")
+                try tx.upsert([other(30)], into: ops)
+                try expectEqual(try tx.enqueue(.update, ["id": "q1", "text": "y"], into: "QItem").operation?.id, 5, "an enqueue collapsing into its queued insert")
+                try expectEqual(try tx.enqueue(.insert, ["id": "q2", "text": "z"], into: "QItem").operation?.id, 31, "an enqueue above an upserted row")
+                try lowerTheMark()
+                try expectEqual(try tx.enqueue(.update, ["id": "q1", "text": "w"], into: "QItem").operation?.id, 5, "a second collapse into operation 5")
+                try expectEqual(try tx.appendOperation(table: "T", itemId: "j").id, 32, "after a collapse rewrote an older operation and a lowered mark")
+            }
+            try expectEqual(try store.pendingOperations().map(\.id), [1, 2, 3, 4, 5, 6, 7, 8, 30, 31, 32], "the queue after the body")
+            try expectEqual(try store.operation(id: 30), TableOperation(other(30)), "a row upserted in the body kept")
+            try expectEqual(try store.operationIdHighWaterMark(), 32, "the high-water mark")
+        }
+    }
+
     /// The operation queue conveniences: pendingOperations (all, by table, by table and item id
     /// case-insensitively), operation(after:), operation(id:), pendingOperationCount.
     public static func pendingOperationQueries(_ factory: StoreFactory) throws {
