@@ -3,7 +3,9 @@ import LocalStore
 
 /// An ``OrderedKeyValueEngine`` in memory: a sorted array of entries behind a lock. Readers take the
 /// committed array (a snapshot, copied on write); a write transaction works on a copy and swaps it in
-/// when its body returns. For tests of ``KVStore`` and as the smallest example of an engine.
+/// when its body returns. Write transactions take turns, also those of several ``KVStore`` objects
+/// sharing one engine (as two store objects share the same files). For tests of ``KVStore`` and as the
+/// smallest example of an engine.
 public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // `lock` guards `entries`
     /// One entry.
     public struct Entry: Sendable {
@@ -12,6 +14,8 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
     }
 
     private let lock = NSLock()
+    /// Held by the running write transaction.
+    private let writeLock = NSLock()
     private var entries: [Entry] = []
 
     /// An empty engine.
@@ -22,6 +26,8 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
     }
 
     public func write<R>(_ body: (Transaction) throws -> R) throws -> R {
+        writeLock.lock()
+        defer { writeLock.unlock() }
         let transaction = Transaction(entries: lock.withLock { entries })
         let result = try body(transaction)
         lock.withLock { entries = transaction.entries }
