@@ -70,6 +70,7 @@ extension ConformanceSuite {
         ConformanceCheck(name: "appendOperationIdExhausted", appendOperationIdExhausted),
         ConformanceCheck(name: "appendOperationIdsInsideOneWrite", appendOperationIdsInsideOneWrite),
         ConformanceCheck(name: "pendingOperationQueries", pendingOperationQueries),
+        ConformanceCheck(name: "queueLookupsAnswerAsTheirQueries", queueLookupsAnswerAsTheirQueries),
         ConformanceCheck(name: "removeOperationRemovesItsErrors", removeOperationRemovesItsErrors),
         ConformanceCheck(name: "operationErrorsRecordListClear", operationErrorsRecordListClear),
         ConformanceCheck(name: "deltaTokens", deltaTokens),

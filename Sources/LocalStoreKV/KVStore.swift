@@ -348,7 +348,7 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
         return loaded
     }
 
-    private func reading<R>(_ body: (KVReads<Engine.Reader>) throws -> R) throws -> R {
+    func reading<R>(_ body: (KVReads<Engine.Reader>) throws -> R) throws -> R {
         try calling { try engine.read { reader in try body(KVReads(reader: reader, catalog: try catalog(reader))) } }
     }
 

@@ -1,26 +1,186 @@
 import LocalStore
 
-// KVStore's transactions adopt the core's system-table shortcuts for one thing the generic calls cannot
-// do well on an engine with tombstones: finding the queue's largest id once per append.
+// KVStore's system-table shortcuts (the core's `SystemTableReadShortcuts` and `SystemTableShortcuts`).
 //
-// The generic read of the largest id is a reverse walk from the end of the operations table's keys. On
-// an LSM engine such as RocksDB, a queue that was pushed and emptied leaves one tombstone per deleted
-// row there, and every walk inside a write transaction steps over all of them again (the engine's view
-// of the committed data is re-positioned on each walk): 10,000 enqueues in one write after a full push
-// cost 79 G instructions in that walk alone. The transaction therefore keeps the largest id it read or
-// wrote (`KVTransaction.knownLargestOperationId`) for its length, exact at every step:
+// The lookups a sync makes most often read the system tables' keys directly instead of resolving,
+// planning and running a `Query`, each answering exactly what its query answers (the conformance check
+// `queueLookupsAnswerAsTheirQueries`):
 //
-// - an appended or rewritten operation raises it to the operation's id;
-// - any other upsert or delete of the operations table (under any spelling of its name), and a nested
-//   write that rolled back, forget it, and the next append reads it again.
+// - the queue's head after an id: the first row key of the operations table from that id on (integer
+//   ids are keyed in numeric order);
+// - an item's operations and a pulled page's pending flags: the range of the `itemOperations` index
+//   (table, NOCASE itemId) for the item, each entry's row checked (its `table` the bytes asked for, its
+//   `itemId` equal ignoring ASCII case); a page's flags first ask whether the table has any entry at all;
+// - a push's errors: an empty range of the errors table's `operationId` index, and no delete is planned.
 //
-// No other writer can change the table meanwhile: the transaction is the store's one writer. Every other
-// shortcut runs the generic call it stands for. `appendOperationIdsInsideOneWrite` in the conformance
-// suite holds the cache to the generic answer.
+// Each falls back to the generic call when the system table does not have the shape it relies on.
+//
+// The queue's largest id is read once per transaction and then kept exact
+// (`KVTransaction.knownLargestOperationId`). The generic read walks back from the end of the operations
+// table's keys, and on an LSM engine such as RocksDB a queue that was pushed and emptied leaves one
+// tombstone per deleted row there, which every walk inside a write transaction steps over again: 10,000
+// enqueues in one write after a full push spent 79 G instructions in that walk. The transaction's value
+// is raised by every appended or rewritten operation, and forgotten by any other upsert or delete of the
+// operations table (any spelling of its name) and by a nested write that rolled back; no other writer
+// can change the table meanwhile (`appendOperationIdsInsideOneWrite` holds it to the generic answer).
+
+/// The operations table's item index, found once per call.
+struct KVQueueItemIndex {
+    let table: KVTable
+    let spec: KVIndexSpec
+    let prefix: [UInt8]
+    let tableColumn: Int
+    let itemColumn: Int
+}
+
+extension KVReads {
+    /// The operations table and its index led by the byte-ordered `table` and the NOCASE `itemId`, or
+    /// `nil` when the table does not have that shape.
+    func queueItemIndex(_ operations: String) -> KVQueueItemIndex? {
+        guard let t = catalog.tables[Identifier.fold(operations)] else { return nil }
+        let schema = t.schema
+        guard let tableColumn = schema.index(ofColumn: "table"), let itemColumn = schema.index(ofColumn: "itemId"),
+            schema.columns[tableColumn].type == .string, schema.columns[itemColumn].type == .string,
+            let index = t.indexes.first(where: {
+                $0.components.count >= 2 && $0.components[0] == .init(column: tableColumn, noCase: false)
+                    && $0.components[1] == .init(column: itemColumn, noCase: true)
+            })
+        else { return nil }
+        return KVQueueItemIndex(
+            table: t, spec: t.specs[index.slot], prefix: t.prefix(.index(index)), tableColumn: tableColumn, itemColumn: itemColumn)
+    }
+
+    /// Calls `body` with the record of each entry of `(table, itemId)` in `q`'s index whose row's `table`
+    /// has `table`'s bytes and whose `itemId` equals `itemId` ignoring ASCII case, in id key order, until
+    /// `body` returns `false`. The record is lent: valid until `body` returns.
+    func forEachItemOperation(
+        _ q: KVQueueItemIndex, table: String, itemId: String, _ body: (UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        var lower = q.prefix
+        q.spec.appendComponent(.string(table), 0, into: &lower)
+        q.spec.appendComponent(.string(itemId), 1, into: &lower)
+        try reader.scan(from: lower, to: KVKeyRange.end(of: lower), reverse: false) { _, value in
+            try q.table.withEntryRecord(q.spec, value, read: reader.get) { record in
+                let row = try q.table.decode(record)
+                guard case .string(let name) = row[q.tableColumn], name.utf8.elementsEqual(table.utf8),
+                    case .string(let id) = row[q.itemColumn], Collation.compareNoCase(id, itemId) == 0
+                else { return true }
+                return try body(record)
+            }
+        }
+    }
+
+    /// ``SystemTableReadShortcuts/itemOperations(table:itemId:)``; `nil` when the operations table has
+    /// another shape.
+    func itemOperations(_ operations: String, table: String, itemId: String) throws -> [TableOperation]? {
+        guard let q = queueItemIndex(operations) else { return nil }
+        var items: [Item] = []
+        try forEachItemOperation(q, table: table, itemId: itemId) { record in
+            items.append(try q.table.wholeRows.item(record))
+            return true
+        }
+        // In id key order already (the ids are integers); sorted as the query sorts them all the same.
+        if items.count > 1 {
+            items.sort { Collation.compare($0.id ?? .null, $1.id ?? .null) < 0 }
+        }
+        return items.compactMap(TableOperation.init)
+    }
+
+    /// ``SystemTableReadShortcuts/pendingItems(table:itemIds:)``: every flag `false` when no entry of the
+    /// index starts with `table` (one seek), else each item's range read until one row passes.
+    func pendingItems(_ operations: String, table: String, itemIds: [String]) throws -> [Bool]? {
+        guard let q = queueItemIndex(operations) else { return nil }
+        var tablePrefix = q.prefix
+        q.spec.appendComponent(.string(table), 0, into: &tablePrefix)
+        var any = false
+        try reader.scan(from: tablePrefix, to: KVKeyRange.end(of: tablePrefix), reverse: false) { _, _ in
+            any = true
+            return false
+        }
+        guard any else { return Array(repeating: false, count: itemIds.count) }
+        return try itemIds.map { itemId in
+            var found = false
+            try forEachItemOperation(q, table: table, itemId: itemId) { _ in
+                found = true
+                return false
+            }
+            return found
+        }
+    }
+
+    /// The operation with the smallest id greater than `id`, read as the first row key from `id + 1` on:
+    /// `.some(nil)` when there is none; `nil` when the operations table's id is not an integer or the row
+    /// found holds no integer id greater than `id` (the caller then runs the generic query).
+    func firstOperation(_ operations: String, after id: Int64) throws -> TableOperation?? {
+        guard let t = catalog.tables[Identifier.fold(operations)], t.schema.columns[t.schema.idIndex].type == .integer else { return nil }
+        guard id < .max else { return .some(nil) }
+        let prefix = KVKeys.rows(t.number)
+        var item: Item?
+        try reader.scan(from: prefix + KeyCodec.idKey(.int(id + 1)), to: KVKeyRange.end(of: prefix), reverse: false) { _, record in
+            item = try t.wholeRows.item(record)
+            return false
+        }
+        guard let item else { return .some(nil) }
+        guard case .int(let found)? = item.id, found > id else { return nil }
+        return .some(TableOperation(item))
+    }
+
+    /// Whether the errors table has no row whose `operationId` is `operationId`, answered by an empty range
+    /// of an index led by `operationId`; `nil` when there is no such column or index.
+    func hasNoOperationErrors(_ errors: String, operationId: Int64) throws -> Bool? {
+        guard let t = catalog.tables[Identifier.fold(errors)], let column = t.schema.index(ofColumn: "operationId"),
+            t.schema.columns[column].type == .integer,
+            let index = t.indexes.first(where: {
+                $0.components.first.map { $0.column == column && !$0.noCase && !$0.descending } ?? false
+            })
+        else { return nil }
+        var lower = t.prefix(.index(index))
+        t.specs[index.slot].appendComponent(.int(operationId), 0, into: &lower)
+        var any = false
+        try reader.scan(from: lower, to: KVKeyRange.end(of: lower), reverse: false) { _, _ in
+            any = true
+            return false
+        }
+        return !any
+    }
+}
+
+extension KVStore: SystemTableReadShortcuts {
+    package func firstOperation(after id: Int64) throws -> TableOperation? {
+        let operations = systemTableNames.operations
+        if let found = try reading({ try $0.firstOperation(operations, after: id) }) { return found }
+        return try genericFirstOperation(after: id)
+    }
+    package func configValue(id: String) throws -> Value? { try genericConfigValue(id: id) }
+    package func itemOperations(table: String, itemId: String) throws -> [TableOperation]? {
+        let operations = systemTableNames.operations
+        return try reading { try $0.itemOperations(operations, table: table, itemId: itemId) }
+    }
+    package func pendingItems(table: String, itemIds: [String]) throws -> [Bool]? {
+        let operations = systemTableNames.operations
+        return try reading { try $0.pendingItems(operations, table: table, itemIds: itemIds) }
+    }
+}
 
 extension KVTransaction: SystemTableShortcuts {
-    func firstOperation(after id: Int64) throws -> TableOperation? { try genericFirstOperation(after: id) }
+    private var reads: KVReads<Writer> {
+        get throws {
+            try check()
+            return writes.reads
+        }
+    }
+
+    func firstOperation(after id: Int64) throws -> TableOperation? {
+        if let found = try reads.firstOperation(systemTableNames.operations, after: id) { return found }
+        return try genericFirstOperation(after: id)
+    }
     func configValue(id: String) throws -> Value? { try genericConfigValue(id: id) }
+    func itemOperations(table: String, itemId: String) throws -> [TableOperation]? {
+        try reads.itemOperations(systemTableNames.operations, table: table, itemId: itemId)
+    }
+    func pendingItems(table: String, itemIds: [String]) throws -> [Bool]? {
+        try reads.pendingItems(systemTableNames.operations, table: table, itemIds: itemIds)
+    }
 
     func largestOperationId() throws -> Int64? {
         try check()
@@ -49,6 +209,19 @@ extension KVTransaction: SystemTableShortcuts {
     func deltaTokenRowIds(table: String, queryId: String) throws -> [Value] {
         try genericDeltaTokenRowIds(table: table, queryId: queryId)
     }
-    func removeOperationAndErrors(id: Int64) throws { try genericRemoveOperationAndErrors(id: id) }
-    func removeOperationErrors(operationId: Int64) throws { try genericRemoveOperationErrors(operationId: operationId) }
+
+    /// Only the operation is deleted when the push left no errors (the common case), which an empty range
+    /// of the errors table's `operationId` index answers; else the generic removal.
+    func removeOperationAndErrors(id: Int64) throws {
+        guard try reads.hasNoOperationErrors(systemTableNames.errors, operationId: id) == true else {
+            return try genericRemoveOperationAndErrors(id: id)
+        }
+        try delete(ids: [.int(id)], from: systemTableNames.operations)
+    }
+
+    func removeOperationErrors(operationId: Int64) throws {
+        if try reads.hasNoOperationErrors(systemTableNames.errors, operationId: operationId) != true {
+            try genericRemoveOperationErrors(operationId: operationId)
+        }
+    }
 }

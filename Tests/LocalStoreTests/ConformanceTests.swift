@@ -92,6 +92,7 @@ struct ConformanceTests {
         "appendOperationIdExhausted",
         "appendOperationIdsInsideOneWrite",
         "pendingOperationQueries",
+        "queueLookupsAnswerAsTheirQueries",
         "removeOperationRemovesItsErrors",
         "operationErrorsRecordListClear",
         "deltaTokens",
@@ -246,6 +247,7 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func appendOperationIdExhausted(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func appendOperationIdsInsideOneWrite(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func pendingOperationQueries(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func queueLookupsAnswerAsTheirQueries(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func removeOperationRemovesItsErrors(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func operationErrorsRecordListClear(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func deltaTokens(_ backend: StoreFactory) throws { try runCheck(backend) }

@@ -294,6 +294,88 @@ extension ConformanceSuite {
         }
     }
 
+    /// The queue's lookups answer as the queries they stand for, on the store and inside a write (its
+    /// own new operations seen): `operation(after:)` as `id > x` sorted by id, top 1, at the ends of the
+    /// id range; `pendingOperations(table:itemId:)` and `hasPendingOperation` as `table == t && itemId
+    /// equalsIgnoringCase i` sorted by id, and a pulled page's flags (one per item) likewise, for item ids
+    /// differing in ASCII case (the same item) or in non-ASCII case (not), long ids sharing a long prefix,
+    /// the empty id, ids holding NUL, and tables differing in case (different tables) or with no
+    /// operation. A backend that answers them from an index or a cursor must give the same answers.
+    public static func queueLookupsAnswerAsTheirQueries(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            let ops = store.operationTableName
+            func first(_ access: some LocalStoreAccess, after id: Int64) throws -> TableOperation? {
+                try access.read(Query(ops, where: Field("id") > .literal(.int(id)), sort: [SortKey("id")], top: 1)).items.first.flatMap(TableOperation.init)
+            }
+            let probes: [Int64] = [.min, -7, -6, -5, -1, 0, 6, 7, 8, .max - 1, .max]
+            func checkEdges(_ label: String) throws {
+                for after in probes {
+                    let expected = try first(store, after: after)
+                    try expectEqual(try store.operation(after: after), expected, "operation(after: \(after)), \(label)")
+                    try store.write { tx in
+                        try expectEqual(try tx.operation(after: after), expected, "in a write: operation(after: \(after)), \(label)")
+                    }
+                }
+            }
+            try checkEdges("empty queue")
+            for id: Int64 in [7, -6, 0, .max, .min] {
+                try store.upsert([TableOperation(id: id, table: "E", itemId: "i\(id)", properties: [1, 2]).item], into: ops)
+                try checkEdges("after adding \(id)")
+            }
+            try store.write { tx in
+                try tx.delete(ids: [.int(7)], from: ops)
+                try expectEqual(try tx.operation(after: 0), try first(tx, after: 0), "in a write, after deleting 7")
+                try expectEqual(try tx.operation(after: 0)?.id, .max, "in a write, after deleting 7")
+            }
+            try store.delete(matching: Query(ops))
+
+            let long = String(repeating: "x", count: 600)
+            let items = ["a", "A", "b", "é", "É", long + "1", long + "2", long.uppercased() + "1", "", "a\u{0}"]
+            var n = 0
+            for table in ["T", "t", "T2"] {
+                for itemId in items.prefix(table == "t" ? 2 : items.count) {
+                    n += 1
+                    _ = try store.appendOperation(table: table, itemId: itemId, properties: Array("{\"n\":\(n)}".utf8))
+                }
+            }
+            // A row written by other code, without properties.
+            try store.upsert([["id": 1000, "table": "T", "tableKind": 0, "itemId": "a"]], into: ops)
+            let itemProbes = items + ["B", "c", long, long + "3", "È", "a\u{0}b"]
+            func generic(_ access: some LocalStoreAccess, _ table: String, _ itemId: String) throws -> [TableOperation] {
+                try access.read(
+                    Query(
+                        ops, where: Field("table") == .literal(.string(table)) && Field("itemId").equalsIgnoringCase(.literal(.string(itemId))),
+                        sort: [SortKey("id")])
+                ).items.compactMap(TableOperation.init)
+            }
+            for table in ["T", "t", "T2", "T3", "t2", "Empty"] {
+                var flags: [Bool] = []
+                for itemId in itemProbes {
+                    let expected = try generic(store, table, itemId)
+                    flags.append(!expected.isEmpty)
+                    let label = "\(table)/\(itemId.prefix(8).debugDescription) (\(itemId.utf8.count) bytes)"
+                    try expectEqual(try store.pendingOperations(table: table, itemId: itemId), expected, "pendingOperations(table:itemId:) \(label)")
+                    try expectEqual(try store.hasPendingOperation(table: table, itemId: itemId), !expected.isEmpty, "hasPendingOperation \(label)")
+                    do {
+                        try store.write { tx in
+                            try expectEqual(try tx.pendingOperations(table: table, itemId: itemId), expected, "in a write: \(label)")
+                            let added = try tx.appendOperation(table: table, itemId: itemId)
+                            try expectEqual(try tx.pendingOperations(table: table, itemId: itemId), expected + [added], "in a write, after its own append: \(label)")
+                            try expectEqual(try tx.hasPendingOperation(table: table, itemId: itemId), true, "in a write, after its own append: \(label)")
+                            try expectEqual(try tx.pendingFlags(table: table, itemIds: [itemId]), [true], "in a write, a page's flag after its own append: \(label)")
+                            throw Rollback(marker: 3)
+                        }
+                    } catch is Rollback {}
+                }
+                try expectEqual(try store.pendingFlags(table: table, itemIds: itemProbes), flags, "a page's flags, \(table)")
+                try store.write { tx in
+                    try expectEqual(try tx.pendingFlags(table: table, itemIds: itemProbes), flags, "in a write: a page's flags, \(table)")
+                }
+            }
+            try expectEqual(try store.pendingFlags(table: "T", itemIds: []), [], "the flags of an empty page")
+        }
+    }
+
     /// `removeOperation(id:)` removes the operation and its errors in one transaction.
     public static func removeOperationRemovesItsErrors(_ factory: StoreFactory) throws {
         try withStore(factory) { store in
