@@ -84,7 +84,7 @@ docs: deps
 	@echo "docs: $(words $(DOCS_TARGETS)) archives in $(DOCS_DIR), no warnings"
 
 # The whole test suite under each sanitizer, each in its own scratch folder (.build-tsan, .build-asan), one
-# batch per test target (scripts/sanitize.sh). SQLCipher cases run in localstore-sqlcipher-suite, a process
+# batch per test target (Tests/Sanitizers/sanitize.sh). SQLCipher cases run in localstore-sqlcipher-suite, a process
 # without libsqlite3 (docs/reliability.md, "Sanitizers"). UndefinedBehaviorSanitizer is not offered: swiftc
 # refuses -sanitize=undefined on Linux. Any report, failed test or batch still running after
 # SANITIZE_BATCH_TIMEOUT seconds fails the run; the totals are printed at the end. SANITIZE_FILTER is a
@@ -95,7 +95,7 @@ SANITIZE_FILTER ?=
 SANITIZE_BATCH_TIMEOUT ?= 2700
 sanitize: deps
 	SWIFT='$(SWIFT)' SANITIZERS='$(SANITIZERS)' SANITIZE_FILTER='$(SANITIZE_FILTER)' \
-		SANITIZE_BATCH_TIMEOUT='$(SANITIZE_BATCH_TIMEOUT)' bash scripts/sanitize.sh
+		SANITIZE_BATCH_TIMEOUT='$(SANITIZE_BATCH_TIMEOUT)' bash Tests/Sanitizers/sanitize.sh
 
 build: deps
 	$(SWIFT) build

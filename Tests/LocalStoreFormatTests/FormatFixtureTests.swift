@@ -7,7 +7,7 @@ import LocalStoreSQLCipher
 import LocalStoreSQLite
 import Testing
 
-/// A directory of Tests/FormatFixtures: one store per backend, written by `scripts/format-fixtures.sh`
+/// A directory of Tests/FormatFixtures: one store per backend, written by `Tests/FormatFixtures/format-fixtures.sh`
 /// from Tests/FormatFixtures/Writer/main.swift by the code of one version (docs/format.md).
 ///
 /// To keep a format readable after changing it, write the fixtures of the new format into a new

@@ -1,4 +1,4 @@
-// Writes the format fixture stores (see Tests/FormatFixtures/README.md and scripts/format-fixtures.sh).
+// Writes the format fixture stores (see Tests/FormatFixtures/README.md and Tests/FormatFixtures/format-fixtures.sh).
 //
 // Compiled against the LocalStore version whose format is captured: today's tree, or an older commit
 // (0.1.0 at 33dbb28). It therefore uses only API that every captured version has; features a version

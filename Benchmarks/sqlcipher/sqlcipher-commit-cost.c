@@ -10,7 +10,7 @@
 // rowid, an empty transaction. A getppid() call marks the start of each phase for strace:
 //   strace -e trace=pwrite64,pread64,getppid ./sqlcipher-commit-cost key 100000 2000
 // (WAL frames = the 24-byte pwrite64s between two getppid lines).
-// Build: cc -O2 -o sqlcipher-commit-cost scripts/sqlcipher-commit-cost.c -ldl
+// Build: cc -O2 -o sqlcipher-commit-cost Benchmarks/sqlcipher/sqlcipher-commit-cost.c -ldl
 // usage: sqlcipher-commit-cost MODE [ROWS [OPS]]
 #define _GNU_SOURCE
 #include <dlfcn.h>

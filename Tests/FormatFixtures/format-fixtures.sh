@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Writes the on-disk format fixtures in Tests/FormatFixtures/NAME/ (docs/format.md, "Fixtures").
 #
-#   scripts/format-fixtures.sh NAME [COMMIT]
-#   scripts/format-fixtures.sh --open NAME FIXTURES   # how NAME's code reacts to Tests/FormatFixtures/FIXTURES
+#   Tests/FormatFixtures/format-fixtures.sh NAME [COMMIT]
+#   Tests/FormatFixtures/format-fixtures.sh --open NAME FIXTURES   # how NAME's code reacts to Tests/FormatFixtures/FIXTURES
 #
 # NAME is the fixture directory (e.g. v0.1.0); COMMIT is the git commit whose code writes the stores
 # (default: the working tree). The script copies that tree to .build-fixtures/NAME/src, adds the
@@ -34,7 +34,7 @@ defines=""
 grep -q "struct TableIndex" "$src/Sources/LocalStore/Schema.swift" && defines+='.define("COMPOUND_INDEXES"),'
 cat >> "$src/Package.swift" <<SWIFT
 
-// Added by scripts/format-fixtures.sh.
+// Added by Tests/FormatFixtures/format-fixtures.sh.
 package.targets.append(
     .executableTarget(
         name: "FormatFixtureWriter", dependencies: ["LocalStore", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreLMDB"],

@@ -5,7 +5,7 @@
 // Together: the cost SQLCipher adds to every page a commit writes (docs/encryption.md). Nothing here is
 // LocalStore's: it shows what SQLCipher 3.4.1 pays per page on this CPU, and how much of it a fetched
 // cipher (no implicit fetch) or the bare AES-CBC pass would leave.
-// Build: cc -O2 -o sqlcipher-page-cost scripts/sqlcipher-page-cost.c -lcrypto
+// Build: cc -O2 -o sqlcipher-page-cost Benchmarks/sqlcipher/sqlcipher-page-cost.c -lcrypto
 // usage: sqlcipher-page-cost [pages]
 #define OPENSSL_SUPPRESS_DEPRECATED  // HMAC_CTX_*: what SQLCipher 3.4.1 calls
 #include <openssl/evp.h>

@@ -14,17 +14,17 @@ SWIFT=${SWIFT:-swift}
 SANITIZERS=${SANITIZERS:-thread address}
 SANITIZE_FILTER=${SANITIZE_FILTER:-}
 SANITIZE_BATCH_TIMEOUT=${SANITIZE_BATCH_TIMEOUT:-2700}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 
 # A crashing helper process would otherwise run swift-backtrace, which does not work inside a TSan process
 # (it hangs the crashing child; the crash tests provoke crashes on purpose).
 export SWIFT_BACKTRACE=enable=no
-export TSAN_OPTIONS="halt_on_error=0 exitcode=66 suppressions=$ROOT/scripts/tsan-suppressions.txt ${TSAN_OPTIONS:-}"
+export TSAN_OPTIONS="halt_on_error=0 exitcode=66 suppressions=$ROOT/Tests/Sanitizers/tsan-suppressions.txt ${TSAN_OPTIONS:-}"
 export ASAN_OPTIONS="detect_leaks=1 ${ASAN_OPTIONS:-}"
 # LeakSanitizer (part of AddressSanitizer) checks every test process at its exit; its suppressions say why
 # each entry is not a leak of ours.
-export LSAN_OPTIONS="suppressions=$ROOT/scripts/lsan-suppressions.txt ${LSAN_OPTIONS:-}"
+export LSAN_OPTIONS="suppressions=$ROOT/Tests/Sanitizers/lsan-suppressions.txt ${LSAN_OPTIONS:-}"
 
 status=0
 summary=()
