@@ -224,7 +224,8 @@ public final class InMemoryStore: LocalStore, QueryPlanReporting, @unchecked Sen
 
     fileprivate func table(_ name: String) throws -> MemTable {
         guard !isClosed else { throw LocalStoreError.closed() }
-        if let t = tablesByDefinedName[name] { return t }
+        // The defined spelling's bytes, not `String`'s `==` (canonical equivalence: a KELVIN SIGN is a `K`).
+        if let t = tablesByDefinedName[name], t.schema.name.utf8.elementsEqual(name.utf8) { return t }
         guard let t = tables[Identifier.fold(name)] else { throw LocalStoreError.unknownTable(name) }
         return t
     }

@@ -218,7 +218,11 @@ struct Catalog: Sendable {
         Dictionary(tables.values.map { ($0.schema.name, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
-    func table(_ name: String) -> TableDefinition? { byDefinedName[name] ?? tables[Identifier.fold(name)] }
+    func table(_ name: String) -> TableDefinition? {
+        // The defined spelling's bytes, not `String`'s `==` (canonical equivalence: a KELVIN SIGN is a `K`).
+        if let t = byDefinedName[name], t.schema.name.utf8.elementsEqual(name.utf8) { return t }
+        return tables[Identifier.fold(name)]
+    }
 }
 
 /// Keys of the `meta` database.

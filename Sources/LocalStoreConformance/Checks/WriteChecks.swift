@@ -366,6 +366,23 @@ extension ConformanceSuite {
             let expected = todoRow("a", ["title": "one", "priority": 2, "updatedAt": .date(date(5)), "score": 0.5])
             try expectIdentical(try store.read(table: "tOdOiTeM", id: "a"), expected, "keys in any case, defined spelling returned")
             try expectIdentical(try store.read(Query("TODOitem")).items.first, expected, "query on the table in another case")
+            // Names match ignoring ASCII case only, byte for byte otherwise: a KELVIN SIGN (U+212A, canonically
+            // equivalent to `K` for Swift's `==`) names no table, nor does an `e` with a combining accent.
+            try store.defineTable(TableSchema("Kelvin", ["n": .integer]))
+            try store.upsert([["id": "k", "n": 1]], into: "Kelvin")
+            for name in ["\u{212A}elvin", "\u{212A}ELVIN", "TodoIt\u{212A}em"] {
+                try expectThrows(code: .unknownTable, "read by id from \(name.debugDescription)") { _ = try store.read(table: name, id: "k") }
+                try expectThrows(code: .unknownTable, "query of \(name.debugDescription)") { _ = try store.read(Query(name)) }
+                try expectThrows(code: .unknownTable, "upsert into \(name.debugDescription)") { try store.upsert([["id": "k", "n": 2]], into: name) }
+                try expectThrows(code: .unknownTable, "delete(ids:) from \(name.debugDescription)") { try store.delete(ids: ["k"], from: name) }
+                try expectThrows(code: .unknownTable, "delete(matching:) of \(name.debugDescription)") { try store.delete(matching: Query(name)) }
+                try expectNil(try store.schema(of: name), "schema(of: \(name.debugDescription))")
+                try store.write { tx in
+                    try expectThrows(code: .unknownTable, "in a write: read by id from \(name.debugDescription)") { _ = try tx.read(table: name, id: "k") }
+                    try expectThrows(code: .unknownTable, "in a write: upsert into \(name.debugDescription)") { try tx.upsert([["id": "k", "n": 2]], into: name) }
+                }
+            }
+            try expectIdentical(try store.read(table: "Kelvin", id: "k")?["n"], .int(1), "the Kelvin table untouched")
         }
     }
 
