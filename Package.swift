@@ -48,7 +48,7 @@ let package = Package(
         .target(name: "RocksDBStore", dependencies: ["LocalStore", "LocalStoreKV", "CRocksDB"], path: "Examples/RocksDBStore/Sources/RocksDBStore"),
         .testTarget(name: "RocksDBStoreTests", dependencies: ["LocalStore", "LocalStoreKV", "LocalStoreConformance", "RocksDBStore"]),
         .executableTarget(
-            name: "rocksdb-example-bench", dependencies: ["LocalStoreBench", "LocalStoreLMDB", "RocksDBStore"],
+            name: "rocksdb-example-bench", dependencies: ["LocalStoreBench", "LocalStoreLMDB", "RocksDBStore", "CLMDB", "LocalStoreKV"],
             path: "Examples/RocksDBStore/Sources/rocksdb-example-bench"),
         // The sync engine (docs/sync.md): push, pull, purge and conflicts over any LocalStore.
         .target(name: "LocalStoreSync", dependencies: ["LocalStore"]),

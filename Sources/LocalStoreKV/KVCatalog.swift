@@ -38,6 +38,17 @@ enum KVKeys {
 
     static func row(_ table: UInt32, idKey: [UInt8]) -> [UInt8] { rows(table) + idKey }
 
+    /// ``row(_:idKey:)`` of `id`'s key, built in one buffer.
+    static func row(_ table: UInt32, id: Value) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(24)
+        out.append(0x01)
+        KeyCodec.appendBigEndian(UInt64(table) << 32, into: &out)
+        out.removeLast(4)
+        KeyCodec.appendId(id, into: &out)
+        return out
+    }
+
     static func index(_ table: UInt32, _ index: UInt16) -> [UInt8] {
         var out = rows(table)
         out[0] = 0x02
@@ -140,8 +151,9 @@ struct KVTableRecord: Codable, Sendable {
     }
 }
 
-/// A table of the catalog: its definition, schema and indexes.
-struct KVTable: Sendable {
+/// A table of the catalog: its definition, schema and indexes (immutable; a class, so that a lookup
+/// hands out one reference instead of copying every field).
+final class KVTable: Sendable {
     let record: KVTableRecord
     let schema: TableSchema
     /// Builds the items of reads by id (every column) from records.
@@ -181,7 +193,7 @@ struct KVTable: Sendable {
         return out
     }
 
-    func rowKey(_ id: Value) -> [UInt8] { KVKeys.row(number, idKey: KeyCodec.idKey(id)) }
+    func rowKey(_ id: Value) -> [UInt8] { KVKeys.row(number, id: id) }
 
     /// The entry of `row` in `spec`: its key, whose value is the id key.
     func entryKey(_ spec: KVIndexSpec, _ row: [Value], idKey: [UInt8]) -> [UInt8] {
@@ -232,12 +244,25 @@ struct KVTable: Sendable {
 /// The definitions of all tables, by folded name, and the version they were read at.
 struct KVCatalog: Sendable {
     var version: UInt64 = 0
-    var tables: [String: KVTable] = [:]
+    /// The tables by folded name.
+    var tables: [String: KVTable] = [:] {
+        didSet { declared = Dictionary(tables.values.map { ($0.schema.name, $0) }, uniquingKeysWith: { a, _ in a }) }
+    }
+    /// The tables by the names they were defined with: a call naming a table as defined (the usual case)
+    /// finds it without folding the name. A hit counts only when its bytes are the name's: `String`'s `==`
+    /// is canonical equivalence, under which a KELVIN SIGN (U+212A) is a `K`.
+    private var declared: [String: KVTable] = [:]
     /// The plans of the queries read with this catalog (shared by its copies; keyed by version too).
     var plans = KVPlanCache()
 
+    /// The table named `name` (compared as identifiers are: ASCII case ignored), or `nil`.
+    func lookup(_ name: String) -> KVTable? {
+        if let t = declared[name], t.schema.name.utf8.elementsEqual(name.utf8) { return t }
+        return tables[Identifier.fold(name)]
+    }
+
     func table(_ name: String) throws -> KVTable {
-        guard let t = tables[Identifier.fold(name)] else { throw LocalStoreError.unknownTable(name) }
+        guard let t = lookup(name) else { throw LocalStoreError.unknownTable(name) }
         return t
     }
 

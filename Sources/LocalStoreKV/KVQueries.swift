@@ -67,7 +67,7 @@ struct KVReads<Reader: OrderedKeyValueReader> {
         return n
     }
 
-    func schema(of name: String) -> TableSchema? { catalog.tables[Identifier.fold(name)]?.schema }
+    func schema(of name: String) -> TableSchema? { catalog.lookup(name)?.schema }
 
     func read(table name: String, id: Value) throws -> Item? {
         let table = try catalog.table(name)

@@ -37,7 +37,7 @@ extension KVReads {
     /// The operations table and its index led by the byte-ordered `table` and the NOCASE `itemId`, or
     /// `nil` when the table does not have that shape.
     func queueItemIndex(_ operations: String) -> KVQueueItemIndex? {
-        guard let t = catalog.tables[Identifier.fold(operations)] else { return nil }
+        guard let t = catalog.lookup(operations) else { return nil }
         let schema = t.schema
         guard let tableColumn = schema.index(ofColumn: "table"), let itemColumn = schema.index(ofColumn: "itemId"),
             schema.columns[tableColumn].type == .string, schema.columns[itemColumn].type == .string,
@@ -112,7 +112,7 @@ extension KVReads {
     /// `.some(nil)` when there is none; `nil` when the operations table's id is not an integer or the row
     /// found holds no integer id greater than `id` (the caller then runs the generic query).
     func firstOperation(_ operations: String, after id: Int64) throws -> TableOperation?? {
-        guard let t = catalog.tables[Identifier.fold(operations)], t.schema.columns[t.schema.idIndex].type == .integer else { return nil }
+        guard let t = catalog.lookup(operations), t.schema.columns[t.schema.idIndex].type == .integer else { return nil }
         guard id < .max else { return .some(nil) }
         let prefix = KVKeys.rows(t.number)
         var item: Item?
@@ -128,7 +128,7 @@ extension KVReads {
     /// Whether the errors table has no row whose `operationId` is `operationId`, answered by an empty range
     /// of an index led by `operationId`; `nil` when there is no such column or index.
     func hasNoOperationErrors(_ errors: String, operationId: Int64) throws -> Bool? {
-        guard let t = catalog.tables[Identifier.fold(errors)], let column = t.schema.index(ofColumn: "operationId"),
+        guard let t = catalog.lookup(errors), let column = t.schema.index(ofColumn: "operationId"),
             t.schema.columns[column].type == .integer,
             let index = t.indexes.first(where: {
                 $0.components.first.map { $0.column == column && !$0.noCase && !$0.descending } ?? false

@@ -1,23 +1,34 @@
 import Foundation
 import LocalStoreBench
+import LocalStoreKV
 import LocalStoreLMDB
 import RocksDBStore
 
 // The example backend against LMDB, in one run: the list query on an indexed column (`query-indexed`:
 // priority == p, sorted by updatedAt descending, top 50), a query no index answers (`query-scan`: text
 // contains a word, every row tested), reads by id, upserts and the sync queue, on N records (default
-// 100,000). Both commit with a flush to disk. The two backends run in turn, R rounds (default 3), and
-// each rate is the median of its rounds: on a shared machine a backend's rate swings by up to 2× from
-// one minute to the next, and alternating them keeps both under the same load.
-// Usage: rocksdb-example-bench [records] [rounds]
-let arguments = CommandLine.arguments.dropFirst()
+// 100,000). Both commit with a flush to disk. The backends run in turn, R rounds (default 3), and each
+// rate is the median of its rounds: on a shared machine a backend's rate swings by up to 2× from one
+// minute to the next, and alternating them keeps all under the same load. `kv-lmdb` (not run unless
+// named) is the toolkit's `KVStore` over LMDB (LMDBKVEngine.swift): what the toolkit costs against
+// `LMDBStore` on the same engine.
+// Usage: rocksdb-example-bench [records] [rounds] [backend ...]   (backends: lmdb rocksdb kv-lmdb;
+// default lmdb rocksdb; each ratio is to the first named)
+let arguments = Array(CommandLine.arguments.dropFirst())
 let records = arguments.first.flatMap(Int.init) ?? 100_000
 let rounds = max(1, arguments.dropFirst().first.flatMap(Int.init) ?? 3)
-let workloads = Workload.allCases
-let backends = [
+let available = [
     BenchBackend.persistent(name: "lmdb", baseline: nil, file: "store.lmdb") { try LMDBStore(path: $0) },
     BenchBackend.persistent(name: "rocksdb", baseline: nil, file: "rocksdb") { try RocksDBStore.open(directory: $0) },
+    BenchBackend.persistent(name: "kv-lmdb", baseline: nil, file: "kv-lmdb") { try KVStore(engine: LMDBKVEngine(directory: $0)) },
 ]
+let named = Array(arguments.dropFirst(2))
+let backends = named.isEmpty ? Array(available.prefix(2)) : named.compactMap { name in available.first { $0.name == name } }
+guard !backends.isEmpty, named.isEmpty || backends.count == named.count else {
+    FileHandle.standardError.write(Data("rocksdb-example-bench: unknown backend among \(named); known: lmdb rocksdb kv-lmdb\n".utf8))
+    exit(64)
+}
+let workloads = Workload.allCases
 let runner = BenchRunner(records: records, seed: 42, workloads: Set(workloads))
 var rates: [String: [String: [Double]]] = [:]
 do {
@@ -36,10 +47,15 @@ func median(_ values: [Double]) -> Double {
     let mid = sorted.count / 2
     return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
 }
-print("\(records) records, median of \(rounds)  lmdb ops/s  rocksdb ops/s  rocksdb ÷ lmdb")
+let base = backends[0].name
+let others = backends.dropFirst().map(\.name)
+func column(_ text: String) -> String { String(repeating: " ", count: max(0, 16 - text.count)) + text }
+print(
+    "\(records) records, median of \(rounds)".padding(toLength: 28, withPad: " ", startingAt: 0)
+        + backends.map { column("\($0.name) ops/s") }.joined() + others.map { column("\($0) ÷ \(base)") }.joined())
 for workload in workloads.map(\.rawValue) {
-    let lmdb = median(rates["lmdb"]?[workload] ?? [])
-    let rocksdb = median(rates["rocksdb"]?[workload] ?? [])
+    let values = backends.map { median(rates[$0.name]?[workload] ?? []) }
     print(
-        workload.padding(toLength: 28, withPad: " ", startingAt: 0) + String(format: "%11.0f  %13.0f  %14.2f", lmdb, rocksdb, lmdb > 0 ? rocksdb / lmdb : 0))
+        workload.padding(toLength: 28, withPad: " ", startingAt: 0) + values.map { column(String(format: "%.0f", $0)) }.joined()
+            + values.dropFirst().map { column(values[0] > 0 ? String(format: "%.2f", $0 / values[0]) : "-") }.joined())
 }

@@ -1,0 +1,136 @@
+import CLMDB
+import Foundation
+import LocalStore
+import LocalStoreKV
+
+/// LMDB as an `OrderedKeyValueEngine`: one unnamed database, snapshot reads in read-only transactions,
+/// each write in one write transaction (flushed to disk at commit, as `LMDBStore`'s default). It measures
+/// what the toolkit costs against `LMDBStore` on the same engine. Keys longer than LMDB's limit (511 bytes)
+/// are refused (`LMDBStore` truncates them), so it is not a complete backend.
+final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB serializes the writers
+    private let env: OpaquePointer
+    private let dbi: MDB_dbi
+
+    init(directory: String) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var handle: OpaquePointer?
+        try Self.check(mdb_env_create(&handle), "create")
+        guard let env = handle else { throw LocalStoreError(.internal, "mdb_env_create returned no environment") }
+        self.env = env
+        do {
+            try Self.check(mdb_env_set_mapsize(env, 8 << 30), "set the map size")
+            try Self.check(mdb_env_open(env, directory, UInt32(MDB_NOTLS), 0o600), "open '\(directory)'")
+            var txn: OpaquePointer?
+            try Self.check(mdb_txn_begin(env, nil, 0, &txn), "begin")
+            var dbi: MDB_dbi = 0
+            let opened = mdb_dbi_open(txn, nil, 0, &dbi)
+            guard opened == 0 else {
+                mdb_txn_abort(txn)
+                try Self.check(opened, "open the database")
+                throw LocalStoreError(.internal, "unreachable")
+            }
+            try Self.check(mdb_txn_commit(txn), "commit")
+            self.dbi = dbi
+        } catch {
+            mdb_env_close(env)
+            throw error
+        }
+    }
+
+    static func check(_ rc: Int32, _ what: String) throws {
+        guard rc != 0 else { return }
+        let code: LocalStoreError.Code = rc == MDB_MAP_FULL ? .full : .ioError
+        throw LocalStoreError(code, "LMDB could not \(what): \(String(cString: mdb_strerror(rc)))")
+    }
+
+    func read<R>(_ body: (Access) throws -> R) throws -> R {
+        var txn: OpaquePointer?
+        try Self.check(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn), "begin a read")
+        defer { mdb_txn_abort(txn) }
+        return try body(Access(txn: txn, dbi: dbi))
+    }
+
+    func write<R>(_ body: (Access) throws -> R) throws -> R {
+        var txn: OpaquePointer?
+        try Self.check(mdb_txn_begin(env, nil, 0, &txn), "begin a write")
+        let result: R
+        do {
+            result = try body(Access(txn: txn, dbi: dbi))
+        } catch {
+            mdb_txn_abort(txn)
+            throw error
+        }
+        try Self.check(mdb_txn_commit(txn), "commit")
+        return result
+    }
+
+    func close() throws { mdb_env_close(env) }
+
+    struct Access: OrderedKeyValueWriter {
+        let txn: OpaquePointer?
+        let dbi: MDB_dbi
+
+        /// Calls `body` with `bytes` as an `MDB_val`.
+        private func withVal<R>(_ bytes: [UInt8], _ body: (inout MDB_val) throws -> R) rethrows -> R {
+            var copy = bytes
+            return try copy.withUnsafeMutableBytes { b in
+                var val = MDB_val(mv_size: b.count, mv_data: b.baseAddress)
+                return try body(&val)
+            }
+        }
+
+        func get(_ key: [UInt8]) throws -> [UInt8]? {
+            var data = MDB_val()
+            let rc = withVal(key) { mdb_get(txn, dbi, &$0, &data) }
+            if rc == MDB_NOTFOUND { return nil }
+            try LMDBKVEngine.check(rc, "get")
+            return Array(UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size))
+        }
+
+        func scan(
+            from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+        ) throws {
+            var cursor: OpaquePointer?
+            try LMDBKVEngine.check(mdb_cursor_open(txn, dbi, &cursor), "open a cursor")
+            defer { mdb_cursor_close(cursor) }
+            var key = MDB_val()
+            var data = MDB_val()
+            var rc: Int32
+            if !reverse {
+                rc = lower.isEmpty ? mdb_cursor_get(cursor, &key, &data, MDB_FIRST) : withVal(lower) { k in
+                    let r = mdb_cursor_get(cursor, &k, &data, MDB_SET_RANGE)
+                    key = k
+                    return r
+                }
+            } else if let upper {
+                rc = withVal(upper) { k in
+                    let r = mdb_cursor_get(cursor, &k, &data, MDB_SET_RANGE)
+                    key = k
+                    return r
+                }
+                // At the first key at or past `upper` (or past every key): the walk starts just before it.
+                rc = rc == MDB_NOTFOUND ? mdb_cursor_get(cursor, &key, &data, MDB_LAST) : rc == 0 ? mdb_cursor_get(cursor, &key, &data, MDB_PREV) : rc
+            } else {
+                rc = mdb_cursor_get(cursor, &key, &data, MDB_LAST)
+            }
+            while rc == 0 {
+                let k = UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size)
+                if reverse ? k.lexicographicallyPrecedes(lower) : upper.map({ !k.lexicographicallyPrecedes($0) }) ?? false { return }
+                guard try body(k, UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size)) else { return }
+                rc = mdb_cursor_get(cursor, &key, &data, reverse ? MDB_PREV : MDB_NEXT)
+            }
+            if rc != MDB_NOTFOUND { try LMDBKVEngine.check(rc, "scan") }
+        }
+
+        func put(_ key: [UInt8], _ value: [UInt8]) throws {
+            try withVal(key) { k in
+                try withVal(value) { v in try LMDBKVEngine.check(mdb_put(txn, dbi, &k, &v, 0), "put") }
+            }
+        }
+
+        func delete(_ key: [UInt8]) throws {
+            let rc = withVal(key) { mdb_del(txn, dbi, &$0, nil) }
+            if rc != MDB_NOTFOUND { try LMDBKVEngine.check(rc, "delete") }
+        }
+    }
+}
