@@ -37,17 +37,10 @@ extension KVReads {
     /// The operations table and its index led by the byte-ordered `table` and the NOCASE `itemId`, or
     /// `nil` when the table does not have that shape.
     func queueItemIndex(_ operations: String) -> KVQueueItemIndex? {
-        guard let t = catalog.lookup(operations) else { return nil }
-        let schema = t.schema
-        guard let tableColumn = schema.index(ofColumn: "table"), let itemColumn = schema.index(ofColumn: "itemId"),
-            schema.columns[tableColumn].type == .string, schema.columns[itemColumn].type == .string,
-            let index = t.indexes.first(where: {
-                $0.components.count >= 2 && $0.components[0] == .init(column: tableColumn, noCase: false)
-                    && $0.components[1] == .init(column: itemColumn, noCase: true)
-            })
-        else { return nil }
+        guard let t = catalog.lookup(operations), let shape = SystemTableShapes.itemIndex(t.schema, t.indexes) else { return nil }
         return KVQueueItemIndex(
-            table: t, spec: t.specs[index.slot], prefix: t.prefix(.index(index)), tableColumn: tableColumn, itemColumn: itemColumn)
+            table: t, spec: t.specs[shape.index.slot], prefix: t.prefix(.index(shape.index)), tableColumn: shape.tableColumn,
+            itemColumn: shape.itemColumn)
     }
 
     /// Calls `body` with the record of each entry of `(table, itemId)` in `q`'s index whose row's `table`
@@ -128,12 +121,7 @@ extension KVReads {
     /// Whether the errors table has no row whose `operationId` is `operationId`, answered by an empty range
     /// of an index led by `operationId`; `nil` when there is no such column or index.
     func hasNoOperationErrors(_ errors: String, operationId: Int64) throws -> Bool? {
-        guard let t = catalog.lookup(errors), let column = t.schema.index(ofColumn: "operationId"),
-            t.schema.columns[column].type == .integer,
-            let index = t.indexes.first(where: {
-                $0.components.first.map { $0.column == column && !$0.noCase && !$0.descending } ?? false
-            })
-        else { return nil }
+        guard let t = catalog.lookup(errors), let index = SystemTableShapes.operationIdIndex(t.schema, t.indexes) else { return nil }
         var lower = t.prefix(.index(index))
         t.specs[index.slot].appendComponent(.int(operationId), 0, into: &lower)
         var any = false

@@ -604,3 +604,30 @@ package struct QueryPlanner {
     }
 }
 
+
+/// The shapes of the system tables that the system-table shortcuts of LMDB and ``KVStore`` rely on,
+/// found in a table's schema and planner indexes; `nil` when a table has another shape (the shortcut
+/// then runs the generic call).
+package enum SystemTableShapes {
+    /// The operations table's item index: its `table` and `itemId` string columns, an integer id, and an
+    /// index led by the byte-ordered `table` and the NOCASE `itemId`.
+    package static func itemIndex(
+        _ schema: TableSchema, _ indexes: [IndexDefinition]
+    ) -> (tableColumn: Int, itemColumn: Int, index: IndexDefinition)? {
+        guard let tableColumn = schema.index(ofColumn: "table"), let itemColumn = schema.index(ofColumn: "itemId"),
+            schema.columns[tableColumn].type == .string, schema.columns[itemColumn].type == .string,
+            schema.columns[schema.idIndex].type == .integer,
+            let index = indexes.first(where: {
+                $0.components.count >= 2 && $0.components[0] == .init(column: tableColumn, noCase: false)
+                    && $0.components[1] == .init(column: itemColumn, noCase: true)
+            })
+        else { return nil }
+        return (tableColumn, itemColumn, index)
+    }
+
+    /// The errors table's index led by its integer `operationId` column (ascending, not NOCASE).
+    package static func operationIdIndex(_ schema: TableSchema, _ indexes: [IndexDefinition]) -> IndexDefinition? {
+        guard let column = schema.index(ofColumn: "operationId"), schema.columns[column].type == .integer else { return nil }
+        return indexes.first { $0.components.first.map { $0.column == column && !$0.noCase && !$0.descending } ?? false }
+    }
+}

@@ -168,12 +168,7 @@ extension TxnContext {
     /// the value is empty, `false` when it is not, `nil` when there is no such table, column or index
     /// (the caller then deletes through the generic query).
     func hasNoOperationErrors(_ errors: String, operationId: Int64) throws -> Bool? {
-        guard let t = catalog.table(errors), let column = t.schema.index(ofColumn: "operationId"),
-            t.schema.columns[column].type == .integer,
-            let index = t.indexes.first(where: {
-                $0.components.first.map { $0.column == column && !$0.noCase && !$0.descending } ?? false
-            })
-        else { return nil }
+        guard let t = catalog.table(errors), let index = SystemTableShapes.operationIdIndex(t.schema, t.indexes) else { return nil }
         var lower: [UInt8] = []
         KeyCodec.appendComponent(.int(operationId), into: &lower)
         return try countKeys(try handle(index.database), lower: lower, upper: KeyCodec.successor(lower), limit: 1) == 0
@@ -193,20 +188,10 @@ extension TxnContext {
     }
 
     private func queueItemIndex(_ operations: String) throws -> QueueItemIndex? {
-        guard let t = catalog.table(operations) else { return nil }
-        let schema = t.schema
-        guard let tableColumn = schema.index(ofColumn: "table"), let itemColumn = schema.index(ofColumn: "itemId"),
-            schema.columns[tableColumn].type == .string, schema.columns[itemColumn].type == .string,
-            schema.columns[schema.idIndex].type == .integer,
-            let definition = t.indexes.first(where: {
-                $0.components.count >= 2
-                    && $0.components[0] == .init(column: tableColumn, noCase: false)
-                    && $0.components[1] == .init(column: itemColumn, noCase: true)
-            })
-        else { return nil }
+        guard let t = catalog.table(operations), let shape = SystemTableShapes.itemIndex(t.schema, t.indexes) else { return nil }
         return QueueItemIndex(
-            schema: schema, tableColumn: tableColumn, itemColumn: itemColumn, primary: try handle(t.database),
-            index: try handle(definition.database), definition: definition)
+            schema: t.schema, tableColumn: shape.tableColumn, itemColumn: shape.itemColumn, primary: try handle(t.database),
+            index: try handle(shape.index.database), definition: shape.index)
     }
 
     /// Walks the index entries of `(table, itemId)` and calls `body` with each row whose `table` has
