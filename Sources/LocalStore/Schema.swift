@@ -223,10 +223,13 @@ public struct TableSchema: Sendable, Hashable, CustomStringConvertible {
 
     @usableFromInline func lookup(_ name: String) -> Int? {
         // A few columns: comparing the names costs less than hashing `name` (a name of up to 15 bytes is
-        // two words, compared as such). The first column spelled so, as `exact` holds it.
+        // two words, compared as such). The first column spelled so, as `exact` holds it. `String`'s `==`
+        // is canonical equivalence (a KELVIN SIGN is a `K`): a column name is ASCII, and a string equal to
+        // it that is not the same bytes holds a non-ASCII character standing for an ASCII one, so it is
+        // longer in UTF-8; equal lengths make the match byte for byte.
         if columns.count <= 16 {
-            for n in columns.indices where columns[n].name == name { return n }
-        } else if let n = exact[name] {
+            for n in columns.indices where columns[n].name == name && columns[n].name.utf8.count == name.utf8.count { return n }
+        } else if let n = exact[name], columns[n].name.utf8.count == name.utf8.count {
             return n
         }
         return folded[Identifier.fold(name)]

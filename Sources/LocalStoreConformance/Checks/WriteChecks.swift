@@ -383,6 +383,21 @@ extension ConformanceSuite {
                 }
             }
             try expectIdentical(try store.read(table: "Kelvin", id: "k")?["n"], .int(1), "the Kelvin table untouched")
+            // Column names likewise.
+            try store.defineTable(TableSchema("Kinds", ["Kind": .integer]))
+            try store.upsert([["id": "a", "Kind": 1]], into: "Kinds")
+            for column in ["\u{212A}ind", "\u{212A}IND"] {
+                try expectThrows(code: .unknownColumn, "upsert of column \(column.debugDescription)") {
+                    try store.upsert([Item(["id": .string("a"), column: .int(2)])], into: "Kinds")
+                }
+                try expectThrows(code: .unknownColumn, "a query on column \(column.debugDescription)") {
+                    _ = try store.read(Query("Kinds", where: Field(column) == 1))
+                }
+                try expectThrows(code: .unknownColumn, "a sort on column \(column.debugDescription)") {
+                    _ = try store.read(Query("Kinds", sort: [SortKey(column)]))
+                }
+            }
+            try expectIdentical(try store.read(table: "Kinds", id: "a")?["Kind"], .int(1), "the Kind column untouched")
         }
     }
 
