@@ -17,6 +17,8 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
     /// Held by the running write transaction.
     private let writeLock = NSLock()
     private var entries: [Entry] = []
+    /// The thread running the write transaction (guarded by `lock`).
+    private var writer: Thread?
 
     /// An empty engine.
     public init() {}
@@ -26,8 +28,17 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
     }
 
     public func write<R>(_ body: (Transaction) throws -> R) throws -> R {
+        // A second write from the thread already writing (another store object on this engine called
+        // from inside a write body) would wait for itself.
+        if lock.withLock({ writer === Thread.current }) {
+            throw LocalStoreError(.misuse, "a write transaction of this engine is already running on this thread: a store on the same engine was called inside another's write body")
+        }
         writeLock.lock()
-        defer { writeLock.unlock() }
+        lock.withLock { writer = Thread.current }
+        defer {
+            lock.withLock { writer = nil }
+            writeLock.unlock()
+        }
         let transaction = Transaction(entries: lock.withLock { entries })
         let result = try body(transaction)
         lock.withLock { entries = transaction.entries }

@@ -36,6 +36,42 @@ struct InMemoryKVEngineTests {
     }
 }
 
+extension InMemoryKVEngineTests {
+    @Test("a store on the same engine called inside another's write body is misuse, not a wait for itself")
+    func reentryFromTheWritingThreadIsMisuse() throws {
+        let engine = InMemoryKVEngine()
+        let first = try KVStore(engine: engine)
+        try first.defineTable(TableSchema("T", ["n": .integer]))
+        let second = try KVStore(engine: engine)
+        let error = #expect(throws: LocalStoreError.self) {
+            try first.write { tx in
+                try tx.upsert([["id": "a", "n": 1]], into: "T")
+                try second.upsert([["id": "b", "n": 2]], into: "T")
+            }
+        }
+        #expect(error?.code == .misuse)
+        #expect(throws: LocalStoreError.self) {
+            try first.write { _ in _ = try KVStore(engine: engine) }
+        }
+        #expect(try first.count("T") == 0)
+        try second.upsert([["id": "b", "n": 2]], into: "T")
+        #expect(try first.count("T") == 1)
+    }
+
+    @Test("an operations table with string ids (a table of another shape adopted as the queue): the lookups answer as the generic queries")
+    func operationsTableOfAnotherShape() throws {
+        let engine = InMemoryKVEngine()
+        let first = try KVStore(engine: engine)
+        try first.defineTable(TableSchema("Q", ["id": .string, "table": .string, "tableKind": .integer, "itemId": .string, "properties": .binary]))
+        try first.upsert([["id": "r1", "table": "T", "tableKind": 0, "itemId": "a"]], into: "Q")
+        let store = try KVStore(engine: engine, systemTableNames: SystemTableNames(operations: "Q", errors: "E2", config: "C2"))
+        let generic = try store.count("Q", where: Field("table") == "T" && Field("itemId").equalsIgnoringCase("a")) > 0
+        #expect(generic)
+        #expect(try store.hasPendingOperation(table: "T", itemId: "a") == generic)
+        #expect(try store.pendingFlags(table: "T", itemIds: ["a", "b"]) == [generic, false])
+    }
+}
+
 private final class LockedFailures: @unchecked Sendable {  // `lock` guards `list`
     private let lock = NSLock()
     private var list: [String] = []

@@ -24,3 +24,29 @@ struct RocksDBStoreConformanceTests {
         try await check.run(Self.factory)
     }
 }
+
+@Suite("RocksDBStore (example): store objects on one directory")
+struct RocksDBStoreSharingTests {
+    @Test("a second store object on the directory called inside the first's write body is misuse, not a wait for itself")
+    func reentryFromTheWritingThreadIsMisuse() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("RocksDBStoreTests-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = try RocksDBStore.open(directory: directory, sync: false)
+        let second = try RocksDBStore.open(directory: directory, sync: false)
+        defer {
+            try? second.close()
+            try? first.close()
+        }
+        try first.defineTable(TableSchema("T", ["n": .integer]))
+        let error = #expect(throws: LocalStoreError.self) {
+            try first.write { tx in
+                try tx.upsert([["id": "a", "n": 1]], into: "T")
+                try second.upsert([["id": "b", "n": 2]], into: "T")
+            }
+        }
+        #expect(error?.code == .misuse)
+        #expect(try first.count("T") == 0)
+        try second.upsert([["id": "b", "n": 2]], into: "T")
+        #expect(try first.count("T") == 1)
+    }
+}

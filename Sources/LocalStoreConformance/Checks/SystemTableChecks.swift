@@ -257,10 +257,28 @@ extension ConformanceSuite {
                 try lowerTheMark()
                 try expectEqual(try tx.enqueue(.update, ["id": "q1", "text": "w"], into: "QItem").operation?.id, 5, "a second collapse into operation 5")
                 try expectEqual(try tx.appendOperation(table: "T", itemId: "j").id, 32, "after a collapse rewrote an older operation and a lowered mark")
+                // removeOperation of the newest row (written by other code), then of one with errors.
+                try tx.upsert([other(40)], into: ops)
+                try tx.removeOperation(id: 40)
+                try lowerTheMark()
+                try expectEqual(try tx.appendOperation(table: "T", itemId: "k").id, 33, "after removeOperation of the newest and a lowered mark")
+                try tx.recordError(TableOperationError(id: "e33", operationId: 33))
+                try tx.removeOperation(id: 33)
+                try lowerTheMark()
+                try expectEqual(try tx.appendOperation(table: "T", itemId: "l").id, 33, "after removeOperation of one with errors and a lowered mark")
             }
-            try expectEqual(try store.pendingOperations().map(\.id), [1, 2, 3, 4, 5, 6, 7, 8, 30, 31, 32], "the queue after the body")
+            // A write that appended and rolled back: the id is given again (nothing outlives a transaction).
+            do {
+                try store.write { tx in
+                    try expectEqual(try tx.appendOperation(table: "T", itemId: "m").id, 34, "in a write that then rolls back")
+                    throw Rollback(marker: 4)
+                }
+            } catch is Rollback {}
+            try expectEqual(try store.appendOperation(table: "T", itemId: "n").id, 34, "after a rolled-back write")
+            try expectEqual(try store.pendingOperations().map(\.id), [1, 2, 3, 4, 5, 6, 7, 8, 30, 31, 32, 33, 34], "the queue after the body")
             try expectEqual(try store.operation(id: 30), TableOperation(other(30)), "a row upserted in the body kept")
-            try expectEqual(try store.operationIdHighWaterMark(), 32, "the high-water mark")
+            try expectEqual(try store.operationErrors(), [], "the removed operation's error went with it")
+            try expectEqual(try store.operationIdHighWaterMark(), 34, "the high-water mark")
         }
     }
 
@@ -333,14 +351,14 @@ extension ConformanceSuite {
             let items = ["a", "A", "b", "é", "É", long + "1", long + "2", long.uppercased() + "1", "", "a\u{0}"]
             var n = 0
             for table in ["T", "t", "T2"] {
-                for itemId in items.prefix(table == "t" ? 2 : items.count) {
+                for itemId in items.prefix(table == "t" ? 2 : items.count) + (table == "T2" ? ["only2"] : []) {
                     n += 1
                     _ = try store.appendOperation(table: table, itemId: itemId, properties: Array("{\"n\":\(n)}".utf8))
                 }
             }
             // A row written by other code, without properties.
             try store.upsert([["id": 1000, "table": "T", "tableKind": 0, "itemId": "a"]], into: ops)
-            let itemProbes = items + ["B", "c", long, long + "3", "È", "a\u{0}b"]
+            let itemProbes = items + ["B", "c", long, long + "3", "È", "a\u{0}b", "only2"]
             func generic(_ access: some LocalStoreAccess, _ table: String, _ itemId: String) throws -> [TableOperation] {
                 try access.read(
                     Query(
@@ -363,6 +381,9 @@ extension ConformanceSuite {
                             try expectEqual(try tx.pendingOperations(table: table, itemId: itemId), expected + [added], "in a write, after its own append: \(label)")
                             try expectEqual(try tx.hasPendingOperation(table: table, itemId: itemId), true, "in a write, after its own append: \(label)")
                             try expectEqual(try tx.pendingFlags(table: table, itemIds: [itemId]), [true], "in a write, a page's flag after its own append: \(label)")
+                            try tx.removeOperation(id: added.id)
+                            try expectEqual(try tx.pendingOperations(table: table, itemId: itemId), expected, "in a write, after removing its own append: \(label)")
+                            try expectEqual(try tx.pendingFlags(table: table, itemIds: [itemId]), [!expected.isEmpty], "in a write, a page's flag after removing its own append: \(label)")
                             throw Rollback(marker: 3)
                         }
                     } catch is Rollback {}

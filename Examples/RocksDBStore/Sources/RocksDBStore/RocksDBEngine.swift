@@ -24,6 +24,8 @@ public final class RocksDBEngine: OrderedKeyValueEngine, @unchecked Sendable {  
     final class Shared: @unchecked Sendable {
         let db: OpaquePointer
         let writeLock = NSLock()
+        /// The thread running a write transaction (guarded by `registryLock`).
+        var writer: Thread?
         var users = 1  // guarded by `RocksDBEngine.registry`
         init(db: OpaquePointer) { self.db = db }
     }
@@ -84,8 +86,16 @@ public final class RocksDBEngine: OrderedKeyValueEngine, @unchecked Sendable {  
     }
 
     public func write<R>(_ body: (Access) throws -> R) throws -> R {
+        // Another store object on this directory called inside a write body would wait for itself.
+        guard Self.registryLock.withLock({ shared.writer !== Thread.current }) else {
+            throw LocalStoreError(.misuse, "a store on '\(path)' was called inside the write body of another store on it")
+        }
         shared.writeLock.lock()
-        defer { shared.writeLock.unlock() }
+        Self.registryLock.withLock { shared.writer = Thread.current }
+        defer {
+            Self.registryLock.withLock { shared.writer = nil }
+            shared.writeLock.unlock()
+        }
         let writeOptions = rocksdb_writeoptions_create()
         let transactionOptions = rocksdb_transaction_options_create()
         let readOptions = rocksdb_readoptions_create()
