@@ -11,7 +11,7 @@ import Darwin
 /// store's columns, LMDB's record filter).
 @usableFromInline package enum RawBytes {
     /// Byte order, then length (``ASCII/compareBytes(_:_:)`` on bytes); -1, 0 or 1.
-    @inlinable @usableFromInline package static func compare(_ x: UnsafeRawBufferPointer, _ y: UnsafeRawBufferPointer) -> Int {
+    @inlinable package static func compare(_ x: UnsafeRawBufferPointer, _ y: UnsafeRawBufferPointer) -> Int {
         let n = min(x.count, y.count)
         if n > 0, let px = x.baseAddress, let py = y.baseAddress {
             let c = memcmp(px, py, n)
