@@ -263,6 +263,18 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
                 try KVCatalog.write(record, version: catalog.version, writer)
                 catalog.tables[Identifier.fold(schema.name)] = KVTable(record)
             }
+            // A table named as a system table must have its columns, with the same types (as LMDB requires).
+            for schema in systemTableNames.schemas {
+                guard let existing = catalog.tables[Identifier.fold(schema.name)] else { continue }
+                let compatible =
+                    existing.schema.idType == schema.idType
+                    && schema.columns.allSatisfy { c in existing.schema.column(named: c.name)?.type == c.type }
+                guard compatible else {
+                    throw LocalStoreError(
+                        .schemaConflict, "table '\(existing.schema.name)' exists but does not have the columns of a system table",
+                        table: existing.schema.name)
+                }
+            }
             // The system tables' indexes (added to a store made without them, and built; rebuilt when written
             // in an older encoding).
             for name in [systemTableNames.operations, systemTableNames.errors, systemTableNames.config] {

@@ -58,17 +58,20 @@ extension InMemoryKVEngineTests {
         #expect(try first.count("T") == 1)
     }
 
-    @Test("an operations table with string ids (a table of another shape adopted as the queue): the lookups answer as the generic queries")
-    func operationsTableOfAnotherShape() throws {
+    @Test("a table of another shape named as a system table is refused when the store opens, as LMDB refuses it")
+    func systemTableOfAnotherShape() throws {
         let engine = InMemoryKVEngine()
         let first = try KVStore(engine: engine)
         try first.defineTable(TableSchema("Q", ["id": .string, "table": .string, "tableKind": .integer, "itemId": .string, "properties": .binary]))
         try first.upsert([["id": "r1", "table": "T", "tableKind": 0, "itemId": "a"]], into: "Q")
-        let store = try KVStore(engine: engine, systemTableNames: SystemTableNames(operations: "Q", errors: "E2", config: "C2"))
-        let generic = try store.count("Q", where: Field("table") == "T" && Field("itemId").equalsIgnoringCase("a")) > 0
-        #expect(generic)
-        #expect(try store.hasPendingOperation(table: "T", itemId: "a") == generic)
-        #expect(try store.pendingFlags(table: "T", itemIds: ["a", "b"]) == [generic, false])
+        let error = #expect(throws: LocalStoreError.self) {
+            _ = try KVStore(engine: engine, systemTableNames: SystemTableNames(operations: "Q", errors: "E2", config: "C2"))
+        }
+        #expect(error?.code == .schemaConflict)
+        #expect(error?.table == "Q")
+        // Nothing was written: the other system tables of those names were not made.
+        #expect(try first.schema(of: "E2") == nil)
+        #expect(try first.count("Q") == 1)
     }
 }
 
