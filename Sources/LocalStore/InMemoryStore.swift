@@ -225,7 +225,7 @@ public final class InMemoryStore: LocalStore, QueryPlanReporting, @unchecked Sen
     fileprivate func table(_ name: String) throws -> MemTable {
         guard !isClosed else { throw LocalStoreError.closed() }
         // The defined spelling's bytes, not `String`'s `==` (canonical equivalence: a KELVIN SIGN is a `K`).
-        if let t = tablesByDefinedName[name], t.schema.name.utf8.elementsEqual(name.utf8) { return t }
+        if let t = tablesByDefinedName[name], Identifier.isSameSpelling(t.schema.name, name) { return t }
         guard let t = tables[Identifier.fold(name)] else { throw LocalStoreError.unknownTable(name) }
         return t
     }

@@ -223,13 +223,11 @@ public struct TableSchema: Sendable, Hashable, CustomStringConvertible {
 
     @usableFromInline func lookup(_ name: String) -> Int? {
         // A few columns: comparing the names costs less than hashing `name` (a name of up to 15 bytes is
-        // two words, compared as such). The first column spelled so, as `exact` holds it. `String`'s `==`
-        // is canonical equivalence (a KELVIN SIGN is a `K`): a column name is ASCII, and a string equal to
-        // it that is not the same bytes holds a non-ASCII character standing for an ASCII one, so it is
-        // longer in UTF-8; equal lengths make the match byte for byte.
+        // two words, compared as such). The first column spelled so, as `exact` holds it; byte for byte
+        // (`Identifier.isSameSpelling`: a KELVIN SIGN names no column spelled with K).
         if columns.count <= 16 {
-            for n in columns.indices where columns[n].name == name && columns[n].name.utf8.count == name.utf8.count { return n }
-        } else if let n = exact[name], columns[n].name.utf8.count == name.utf8.count {
+            for n in columns.indices where Identifier.isSameSpelling(columns[n].name, name) { return n }
+        } else if let n = exact[name], Identifier.isSameSpelling(columns[n].name, name) {
             return n
         }
         return folded[Identifier.fold(name)]
@@ -427,6 +425,15 @@ public enum Identifier {
 
     /// ASCII lower-casing: the folding under which identifiers and ids are matched.
     @inlinable public static func fold(_ s: String) -> String { ASCII.lowercased(s) }
+
+    /// Whether `name` is spelled exactly as `stored` — the same bytes — where `stored` is ASCII (a defined
+    /// identifier, or a spelling that found one). `String`'s `==` is canonical equivalence, under which a
+    /// KELVIN SIGN (U+212A) is a `K`; a string equal to an ASCII one but not its bytes holds a non-ASCII
+    /// character standing for an ASCII one and is longer in UTF-8, so `==` with equal UTF-8 lengths (O(1)
+    /// on native strings) is the byte comparison, at the cost of `==`.
+    @inlinable package static func isSameSpelling(_ stored: String, _ name: String) -> Bool {
+        stored == name && stored.utf8.count == name.utf8.count
+    }
 }
 
 /// ASCII-only case mapping, the one every backend uses (SQLite's `lower()`, `upper()` and `NOCASE`).

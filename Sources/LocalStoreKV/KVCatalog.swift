@@ -257,7 +257,7 @@ struct KVCatalog: Sendable {
 
     /// The table named `name` (compared as identifiers are: ASCII case ignored), or `nil`.
     func lookup(_ name: String) -> KVTable? {
-        if let t = declared[name], t.schema.name.utf8.elementsEqual(name.utf8) { return t }
+        if let t = declared[name], Identifier.isSameSpelling(t.schema.name, name) { return t }
         return tables[Identifier.fold(name)]
     }
 

@@ -220,7 +220,7 @@ struct Catalog: Sendable {
 
     func table(_ name: String) -> TableDefinition? {
         // The defined spelling's bytes, not `String`'s `==` (canonical equivalence: a KELVIN SIGN is a `K`).
-        if let t = byDefinedName[name], t.schema.name.utf8.elementsEqual(name.utf8) { return t }
+        if let t = byDefinedName[name], Identifier.isSameSpelling(t.schema.name, name) { return t }
         return tables[Identifier.fold(name)]
     }
 }

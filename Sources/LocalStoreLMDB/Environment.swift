@@ -457,7 +457,7 @@ final class Environment: @unchecked Sendable {
         let plan: ReadByIdPlan
         let cached = state.withLock { s -> ReadByIdPlan? in
             guard s.catalogSnapshot == snapshot, let generation = s.catalog?.generation else { return nil }
-            return s.readByIdPlans.first { $0.generation == generation && $0.name.utf8.elementsEqual(name.utf8) }
+            return s.readByIdPlans.first { $0.generation == generation && Identifier.isSameSpelling($0.name, name) }
         }
         if let cached {
             plan = cached
@@ -473,7 +473,7 @@ final class Environment: @unchecked Sendable {
     /// it was made for the same spelling and catalog generation, else a new one (kept, at most eight).
     func readByIdPlan(_ name: String, in catalog: Catalog) throws -> ReadByIdPlan {
         let generation = catalog.generation
-        if let plan = state.withLock({ s in s.readByIdPlans.first { $0.generation == generation && $0.name.utf8.elementsEqual(name.utf8) } }) {
+        if let plan = state.withLock({ s in s.readByIdPlans.first { $0.generation == generation && Identifier.isSameSpelling($0.name, name) } }) {
             return plan
         }
         guard let table = catalog.table(name) else { throw LocalStoreError.unknownTable(name) }
@@ -920,7 +920,7 @@ final class ThreadPlanMemo {
     func withPlan<R>(environment: UInt64, snapshot: Int, name: String, _ body: (ReadByIdPlan) throws -> R) rethrows -> R? {
         guard self.environment == environment, self.snapshot == snapshot, let reference = planReference else { return nil }
         return try reference._withUnsafeGuaranteedRef { plan in
-            guard plan.name.utf8.elementsEqual(name.utf8) else { return nil }
+            guard Identifier.isSameSpelling(plan.name, name) else { return nil }
             return try body(plan)
         }
     }

@@ -191,7 +191,7 @@ package final class SQLEngine: @unchecked Sendable {
     /// while the catalog is unchanged the answer is the same object (no lock, no folding, no hashing).
     func tableInfo(_ name: String, on connection: Connection) -> TableInfo? {
         let generation = catalogGeneration.load(ordering: .acquiring)
-        if let last = connection.lastTable, last.generation == generation, last.name.utf8.elementsEqual(name.utf8) { return last.info }
+        if let last = connection.lastTable, last.generation == generation, Identifier.isSameSpelling(last.name, name) { return last.info }
         let key = Identifier.fold(name)
         guard let info = catalog.withLock({ $0[key] }) else { return nil }
         connection.lastTable = (name, generation, info)
