@@ -30,10 +30,16 @@ enum KVKeys {
     static func rowCount(_ table: UInt32) -> [UInt8] { [0x00, 0x03] + rows(table).dropFirst() }
 
     static func rows(_ table: UInt32) -> [UInt8] {
-        var out: [UInt8] = [0x01]
+        var out: [UInt8] = []
+        appendRows(table, into: &out)
+        return out
+    }
+
+    /// Appends ``rows(_:)``'s bytes: 01 and the table number (4 bytes, big-endian).
+    private static func appendRows(_ table: UInt32, into out: inout [UInt8]) {
+        out.append(0x01)
         KeyCodec.appendBigEndian(UInt64(table) << 32, into: &out)
         out.removeLast(4)
-        return out
     }
 
     static func row(_ table: UInt32, idKey: [UInt8]) -> [UInt8] { rows(table) + idKey }
@@ -42,9 +48,7 @@ enum KVKeys {
     static func row(_ table: UInt32, id: Value) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(24)
-        out.append(0x01)
-        KeyCodec.appendBigEndian(UInt64(table) << 32, into: &out)
-        out.removeLast(4)
+        appendRows(table, into: &out)
         KeyCodec.appendId(id, into: &out)
         return out
     }

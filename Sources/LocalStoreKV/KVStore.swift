@@ -266,10 +266,7 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
             // A table named as a system table must have its columns, with the same types (as LMDB requires).
             for schema in systemTableNames.schemas {
                 guard let existing = catalog.tables[Identifier.fold(schema.name)] else { continue }
-                let compatible =
-                    existing.schema.idType == schema.idType
-                    && schema.columns.allSatisfy { c in existing.schema.column(named: c.name)?.type == c.type }
-                guard compatible else {
+                guard SystemTableShapes.isCompatible(existing.schema, schema) else {
                     throw LocalStoreError(
                         .schemaConflict, "table '\(existing.schema.name)' exists but does not have the columns of a system table",
                         table: existing.schema.name)

@@ -27,6 +27,7 @@ import LocalStore
 /// The operations table's item index, found once per call.
 struct KVQueueItemIndex {
     let table: KVTable
+    let index: IndexDefinition
     let spec: KVIndexSpec
     let prefix: [UInt8]
     let tableColumn: Int
@@ -39,7 +40,7 @@ extension KVReads {
     func queueItemIndex(_ operations: String) -> KVQueueItemIndex? {
         guard let t = catalog.lookup(operations), let shape = SystemTableShapes.itemIndex(t.schema, t.indexes) else { return nil }
         return KVQueueItemIndex(
-            table: t, spec: t.specs[shape.index.slot], prefix: t.prefix(.index(shape.index)), tableColumn: shape.tableColumn,
+            table: t, index: shape.index, spec: t.specs[shape.index.slot], prefix: t.prefix(.index(shape.index)), tableColumn: shape.tableColumn,
             itemColumn: shape.itemColumn)
     }
 
@@ -83,14 +84,9 @@ extension KVReads {
     /// index starts with `table` (one seek), else each item's range read until one row passes.
     func pendingItems(_ operations: String, table: String, itemIds: [String]) throws -> [Bool]? {
         guard let q = queueItemIndex(operations) else { return nil }
-        var tablePrefix = q.prefix
-        q.spec.appendComponent(.string(table), 0, into: &tablePrefix)
-        var any = false
-        try reader.scan(from: tablePrefix, to: KVKeyRange.end(of: tablePrefix), reverse: false) { _, _ in
-            any = true
-            return false
-        }
-        guard any else { return Array(repeating: false, count: itemIds.count) }
+        var tableComponent: [UInt8] = []
+        q.spec.appendComponent(.string(table), 0, into: &tableComponent)
+        guard try hasEntry(q.table, q.index, startingWith: tableComponent) else { return Array(repeating: false, count: itemIds.count) }
         return try itemIds.map { itemId in
             var found = false
             try forEachItemOperation(q, table: table, itemId: itemId) { _ in
@@ -107,9 +103,8 @@ extension KVReads {
     func firstOperation(_ operations: String, after id: Int64) throws -> TableOperation?? {
         guard let t = catalog.lookup(operations), t.schema.columns[t.schema.idIndex].type == .integer else { return nil }
         guard id < .max else { return .some(nil) }
-        let prefix = KVKeys.rows(t.number)
         var item: Item?
-        try reader.scan(from: prefix + KeyCodec.idKey(.int(id + 1)), to: KVKeyRange.end(of: prefix), reverse: false) { _, record in
+        try reader.scan(from: KVKeys.row(t.number, id: .int(id + 1)), to: KVKeyRange.end(of: KVKeys.rows(t.number)), reverse: false) { _, record in
             item = try t.wholeRows.item(record)
             return false
         }
@@ -122,14 +117,14 @@ extension KVReads {
     /// of an index led by `operationId`; `nil` when there is no such column or index.
     func hasNoOperationErrors(_ errors: String, operationId: Int64) throws -> Bool? {
         guard let t = catalog.lookup(errors), let index = SystemTableShapes.operationIdIndex(t.schema, t.indexes) else { return nil }
-        var lower = t.prefix(.index(index))
-        t.specs[index.slot].appendComponent(.int(operationId), 0, into: &lower)
-        var any = false
-        try reader.scan(from: lower, to: KVKeyRange.end(of: lower), reverse: false) { _, _ in
-            any = true
-            return false
-        }
-        return !any
+        var component: [UInt8] = []
+        t.specs[index.slot].appendComponent(.int(operationId), 0, into: &component)
+        return try !hasEntry(t, index, startingWith: component)
+    }
+
+    /// Whether `index` of `table` has an entry whose key (after the index's prefix) starts with `bytes`.
+    private func hasEntry(_ table: KVTable, _ index: IndexDefinition, startingWith bytes: [UInt8]) throws -> Bool {
+        try countEntries(table, .index(index), [KeyRange(lower: bytes, upper: KeyCodec.successor(bytes))], limit: 1) > 0
     }
 }
 

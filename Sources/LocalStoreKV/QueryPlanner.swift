@@ -609,6 +609,12 @@ package struct QueryPlanner {
 /// found in a table's schema and planner indexes; `nil` when a table has another shape (the shortcut
 /// then runs the generic call).
 package enum SystemTableShapes {
+    /// Whether an existing table can serve as the system table `system`: it has every column of it, with
+    /// the same types, and the same id type (LMDB and ``KVStore`` refuse to open on one that cannot).
+    package static func isCompatible(_ existing: TableSchema, _ system: TableSchema) -> Bool {
+        system.columns.allSatisfy { c in existing.column(named: c.name)?.type == c.type } && existing.idType == system.idType
+    }
+
     /// The operations table's item index: its `table` and `itemId` string columns, an integer id, and an
     /// index led by the byte-ordered `table` and the NOCASE `itemId`.
     package static func itemIndex(

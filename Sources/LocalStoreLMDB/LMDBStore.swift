@@ -491,10 +491,7 @@ enum LMDBSystemTables {
     }
 
     /// Whether an existing table has every column of a system table, with the same types.
-    static func isCompatible(_ existing: TableSchema, _ system: TableSchema) -> Bool {
-        system.columns.allSatisfy { c in existing.column(named: c.name)?.type == c.type }
-            && existing.idType == system.idType
-    }
+    static func isCompatible(_ existing: TableSchema, _ system: TableSchema) -> Bool { SystemTableShapes.isCompatible(existing, system) }
 
     /// Creates the system tables that do not exist yet.
     static func ensure(_ names: SystemTableNames, in environment: Environment) throws {
