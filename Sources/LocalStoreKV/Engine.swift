@@ -32,6 +32,17 @@ public protocol OrderedKeyValueEngine: Sendable {
 public protocol OrderedKeyValueReader {
     /// The value of `key`, or `nil` when there is none.
     func get(_ key: [UInt8]) throws -> [UInt8]?
+    /// Calls `body` with the value of `key` (`nil` when there is none), lent: valid only until `body`
+    /// returns. `KVStore` reads rows, index targets and counters through it, so an engine that can hand
+    /// out its own buffer (LMDB's memory map, a pinned RocksDB slice) saves a copy per read; `KVStore` copies
+    /// what it keeps and never writes from inside `body`. The default implementation calls ``get(_:)``.
+    func withValue<R>(_ key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R
+    /// A number naming the committed state a read snapshot sees, or `nil` (the default) when the engine has
+    /// none. Two snapshots of one engine given the same number must see the same entries: LMDB's
+    /// transaction id qualifies (it names the last commit); a number that a rolled-back write can reuse, or
+    /// that restarts when the engine is opened again, does not. `KVStore` asks it only of ``OrderedKeyValueEngine/read(_:)``'s
+    /// reader, and with it checks its catalog once per committed state instead of once per call.
+    var snapshotNumber: UInt64? { get }
     /// Calls `body` with every entry whose key is at least `lower` and below `upper` (no upper bound when
     /// `nil`), in key order — descending when `reverse` — until `body` returns `false`.
     ///
@@ -42,6 +53,17 @@ public protocol OrderedKeyValueReader {
         from lower: [UInt8], to upper: [UInt8]?, reverse: Bool,
         _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
     ) throws
+}
+
+extension OrderedKeyValueReader {
+    /// Calls `body` with ``get(_:)``'s value.
+    public func withValue<R>(_ key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
+        guard let value = try get(key) else { return try body(nil) }
+        return try value.withUnsafeBytes { try body($0) }
+    }
+
+    /// No number: `KVStore` checks its catalog in every snapshot.
+    public var snapshotNumber: UInt64? { nil }
 }
 
 /// The writes of a write transaction.

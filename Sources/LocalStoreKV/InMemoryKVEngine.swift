@@ -17,6 +17,8 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
     /// Held by the running write transaction.
     private let writeLock = NSLock()
     private var entries: [Entry] = []
+    /// The number of write transactions committed: the number of the snapshot they left.
+    private var commits: UInt64 = 0
     /// The thread running the write transaction (guarded by `lock`).
     private var writer: Thread?
 
@@ -24,7 +26,8 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
     public init() {}
 
     public func read<R>(_ body: (Snapshot) throws -> R) throws -> R {
-        try body(Snapshot(entries: lock.withLock { entries }))
+        let snapshot = lock.withLock { Snapshot(entries: entries, snapshotNumber: commits) }
+        return try body(snapshot)
     }
 
     public func write<R>(_ body: (Transaction) throws -> R) throws -> R {
@@ -41,7 +44,10 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
         }
         let transaction = Transaction(entries: lock.withLock { entries })
         let result = try body(transaction)
-        lock.withLock { entries = transaction.entries }
+        lock.withLock {
+            entries = transaction.entries
+            commits += 1
+        }
         return result
     }
 
@@ -80,9 +86,11 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
         }
     }
 
-    /// A read snapshot.
+    /// A read snapshot, numbered by the commits before it.
     public struct Snapshot: OrderedKeyValueReader {
         let entries: [Entry]
+        /// The number of write transactions committed before the snapshot was taken.
+        public let snapshotNumber: UInt64?
 
         public func get(_ key: [UInt8]) throws -> [UInt8]? { InMemoryKVEngine.value(entries, key) }
 

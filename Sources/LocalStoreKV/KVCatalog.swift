@@ -36,7 +36,7 @@ enum KVKeys {
     }
 
     /// Appends ``rows(_:)``'s bytes: 01 and the table number (4 bytes, big-endian).
-    private static func appendRows(_ table: UInt32, into out: inout [UInt8]) {
+    static func appendRows(_ table: UInt32, into out: inout [UInt8]) {
         out.append(0x01)
         KeyCodec.appendBigEndian(UInt64(table) << 32, into: &out)
         out.removeLast(4)
@@ -220,15 +220,22 @@ final class KVTable: Sendable {
     }
 
     /// Calls `body` with the record of the row an index entry of `spec` names (`value`, lent by a
-    /// scan): a covering entry's own, else the row's, which `read` gets by its key.
+    /// scan): a covering entry's own, else the row's, which `reader` lends (its key built in `rowKey`).
     func withEntryRecord<R>(
-        _ spec: KVIndexSpec, _ value: UnsafeRawBufferPointer, read: ([UInt8]) throws -> [UInt8]?, _ body: (UnsafeRawBufferPointer) throws -> R
+        _ spec: KVIndexSpec, _ value: UnsafeRawBufferPointer, reader: some OrderedKeyValueReader, rowKey: inout [UInt8],
+        _ body: (UnsafeRawBufferPointer) throws -> R
     ) throws -> R {
         guard spec.covering == true else {
-            guard let record = try read(KVKeys.row(number, idKey: Array(value))) else {
-                throw LocalStoreError(.corrupt, "the store is damaged: an index entry of table '\(schema.name)' names no row", table: schema.name)
+            // The row key is built in the caller's buffer: no allocation per entry of a walk.
+            rowKey.removeAll(keepingCapacity: true)
+            KVKeys.appendRows(number, into: &rowKey)
+            rowKey.append(contentsOf: value)
+            return try reader.withValue(rowKey) { record in
+                guard let record else {
+                    throw LocalStoreError(.corrupt, "the store is damaged: an index entry of table '\(schema.name)' names no row", table: schema.name)
+                }
+                return try body(record)
             }
-            return try record.withUnsafeBytes(body)
         }
         var reader = ByteReader(value)
         let length: Int
@@ -272,8 +279,11 @@ struct KVCatalog: Sendable {
 
     /// The 8-byte big-endian number under `key` (the catalog version, the commit counter); 0 when absent.
     static func readNumber(_ key: [UInt8], _ reader: some OrderedKeyValueReader) throws -> UInt64 {
-        guard let bytes = try reader.get(key) else { return 0 }
-        return KeyCodec.readBigEndian(bytes[...])
+        try reader.withValue(key) { bytes in
+            var v: UInt64 = 0
+            for b in (bytes ?? UnsafeRawBufferPointer(start: nil, count: 0)).prefix(8) { v = v << 8 | UInt64(b) }
+            return v
+        }
     }
 
     static func writeNumber(_ value: UInt64, _ key: [UInt8], _ writer: some OrderedKeyValueWriter) throws {

@@ -31,7 +31,7 @@ struct KVReads<Reader: OrderedKeyValueReader> {
     let catalog: KVCatalog
 
     func row(_ table: KVTable, idKey: [UInt8]) throws -> [Value]? {
-        try reader.get(KVKeys.row(table.number, idKey: idKey)).map(table.decode)
+        try reader.withValue(KVKeys.row(table.number, idKey: idKey)) { try $0.map(table.decode) }
     }
 
     /// The plan of `query` on `table` (the shared ``QueryPlanner`` over the table's indexes, with the row
@@ -72,8 +72,7 @@ struct KVReads<Reader: OrderedKeyValueReader> {
     func read(table name: String, id: Value) throws -> Item? {
         let table = try catalog.table(name)
         try table.schema.checkId(id)
-        guard let record = try reader.get(table.rowKey(id)) else { return nil }
-        return try record.withUnsafeBytes { try table.wholeRows.item($0) }
+        return try reader.withValue(table.rowKey(id)) { record in try record.map { try table.wholeRows.item($0) } }
     }
 
     func read(_ query: Query) throws -> ReadResult {
@@ -154,6 +153,7 @@ struct KVReads<Reader: OrderedKeyValueReader> {
         var records: [UInt8] = []
         var spans: [Range<Int>] = []
         var group: [UInt8] = []
+        var rowKey: [UInt8] = []
         var tie = false
         try reader.scan(from: keys.lower, to: keys.upper, reverse: reverse) { key, value in
             let current = UnsafeRawBufferPointer(rebasing: key[start..<Self.groupEnd(key, start: start, index, components: groupComponents)])
@@ -162,8 +162,9 @@ struct KVReads<Reader: OrderedKeyValueReader> {
                 return false
             }
             if spans.count >= need { return false }
-            group = Array(current)
-            try table.withEntryRecord(spec, value, read: reader.get) { record in
+            group.removeAll(keepingCapacity: true)
+            group.append(contentsOf: current)
+            try table.withEntryRecord(spec, value, reader: reader, rowKey: &rowKey) { record in
                 spans.append(records.count..<records.count + record.count)
                 records.append(contentsOf: record)
             }
@@ -191,6 +192,7 @@ struct KVReads<Reader: OrderedKeyValueReader> {
         // Records are tested in place (the columns the predicate reads, located without decoding) and
         // decoded only when they match.
         let filter = RecordFilter(query)
+        var rowKey: [UInt8] = []
         func add(_ record: UnsafeRawBufferPointer) throws {
             guard try filter.matches(record) else { return }
             count += 1
@@ -213,7 +215,7 @@ struct KVReads<Reader: OrderedKeyValueReader> {
                     let spec = table.specs[index.slot]
                     try reader.scan(from: keys.lower, to: keys.upper, reverse: false) { _, value in
                         if !dedup || seen.insert(Self.entryIdKey(spec, value)).inserted {
-                            try table.withEntryRecord(spec, value, read: reader.get) { try add($0) }
+                            try table.withEntryRecord(spec, value, reader: reader, rowKey: &rowKey) { try add($0) }
                         }
                         return true
                     }
@@ -247,9 +249,10 @@ struct KVReads<Reader: OrderedKeyValueReader> {
                     let current = UnsafeRawBufferPointer(rebasing: key[start..<Self.groupEnd(key, start: start, index, components: groupComponents)])
                     if !current.elementsEqual(group) {
                         if count >= need { return false }
-                        group = Array(current)
+                        group.removeAll(keepingCapacity: true)
+                        group.append(contentsOf: current)
                     }
-                    try table.withEntryRecord(spec, value, read: reader.get) { try add($0) }
+                    try table.withEntryRecord(spec, value, reader: reader, rowKey: &rowKey) { try add($0) }
                     return true
                 }
             }
@@ -262,8 +265,8 @@ struct KVReads<Reader: OrderedKeyValueReader> {
             var seen = Set<[UInt8]>()
             for id in ids {
                 let key = KeyCodec.idKey(id)
-                guard seen.insert(key).inserted, let record = try reader.get(KVKeys.row(table.number, idKey: key)) else { continue }
-                try record.withUnsafeBytes { try add($0) }
+                guard seen.insert(key).inserted else { continue }
+                try reader.withValue(KVKeys.row(table.number, idKey: key)) { record in if let record { try add(record) } }
             }
         case .ranges(let source, let r):
             try ranges(source, r)

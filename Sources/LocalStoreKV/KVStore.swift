@@ -227,6 +227,8 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
     private let lock = NSCondition()
     private let writeLock = NSLock()
     private var cachedCatalog = KVCatalog()
+    /// The catalog of the read snapshot numbered `number` (``OrderedKeyValueReader/snapshotNumber``).
+    private var catalogOfSnapshot: (number: UInt64, catalog: KVCatalog)?
     private var isClosed = false
     private var writingThread: Thread?
     /// Calls running on the engine: `close()` waits for them before it closes the engine.
@@ -357,8 +359,18 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
         return loaded
     }
 
+    /// ``catalog(_:)`` of a read snapshot: when the engine numbers its snapshots
+    /// (``OrderedKeyValueReader/snapshotNumber``), the catalog last found for the same number, without a read.
+    private func catalog(snapshot reader: Engine.Reader) throws -> KVCatalog {
+        guard let number = reader.snapshotNumber else { return try catalog(reader) }
+        if let known = lock.withLock({ catalogOfSnapshot }), known.number == number { return known.catalog }
+        let catalog = try catalog(reader)
+        lock.withLock { catalogOfSnapshot = (number, catalog) }
+        return catalog
+    }
+
     func reading<R>(_ body: (KVReads<Engine.Reader>) throws -> R) throws -> R {
-        try calling { try engine.read { reader in try body(KVReads(reader: reader, catalog: try catalog(reader))) } }
+        try calling { try engine.read { reader in try body(KVReads(reader: reader, catalog: try catalog(snapshot: reader))) } }
     }
 
     public func schema(of table: String) throws -> TableSchema? { try reading { $0.schema(of: table) } }

@@ -53,8 +53,9 @@ extension KVReads {
         var lower = q.prefix
         q.spec.appendComponent(.string(table), 0, into: &lower)
         q.spec.appendComponent(.string(itemId), 1, into: &lower)
+        var rowKey: [UInt8] = []
         try reader.scan(from: lower, to: KVKeyRange.end(of: lower), reverse: false) { _, value in
-            try q.table.withEntryRecord(q.spec, value, read: reader.get) { record in
+            try q.table.withEntryRecord(q.spec, value, reader: reader, rowKey: &rowKey) { record in
                 let row = try q.table.decode(record)
                 guard case .string(let name) = row[q.tableColumn], name.utf8.elementsEqual(table.utf8),
                     case .string(let id) = row[q.itemColumn], Collation.compareNoCase(id, itemId) == 0

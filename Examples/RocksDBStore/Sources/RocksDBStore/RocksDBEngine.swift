@@ -148,19 +148,22 @@ public final class RocksDBEngine: OrderedKeyValueEngine, @unchecked Sendable {  
         let options: OpaquePointer?
         let path: String
 
-        public func get(_ key: [UInt8]) throws -> [UInt8]? {
-            var length = 0
+        public func get(_ key: [UInt8]) throws -> [UInt8]? { try withValue(key) { $0.map { Array($0) } } }
+
+        /// The value pinned where RocksDB holds it (a block in its cache, an entry of the memtable): no copy.
+        public func withValue<R>(_ key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
             var error: UnsafeMutablePointer<CChar>?
-            let value = key.withUnsafeBufferPointer { k in
+            let slice = key.withUnsafeBufferPointer { k in
                 k.withMemoryRebound(to: CChar.self) { k in
-                    transaction.map { rocksdb_transaction_get($0, options, k.baseAddress, k.count, &length, &error) }
-                        ?? rocksdb_transactiondb_get(db, options, k.baseAddress, k.count, &length, &error)
+                    transaction.map { rocksdb_transaction_get_pinned($0, options, k.baseAddress, k.count, &error) }
+                        ?? rocksdb_transactiondb_get_pinned(db, options, k.baseAddress, k.count, &error)
                 }
             }
+            defer { rocksdb_pinnableslice_destroy(slice) }
             try RocksDBEngine.check(error, "get", path)
-            guard let value else { return nil }
-            defer { rocksdb_free(value) }
-            return Array(UnsafeRawBufferPointer(start: value, count: length))
+            guard let slice else { return try body(nil) }
+            var length = 0
+            return try body(UnsafeRawBufferPointer(start: rocksdb_pinnableslice_value(slice, &length), count: length))
         }
 
         public func scan(

@@ -7,7 +7,7 @@ import LocalStoreKV
 /// each write in one write transaction (flushed to disk at commit, as `LMDBStore`'s default). It measures
 /// what the toolkit costs against `LMDBStore` on the same engine. Keys longer than LMDB's limit (511 bytes)
 /// are refused (`LMDBStore` truncates them), so it is not a complete backend.
-final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB serializes the writers
+final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB serializes the writers; a lock guards the spare reads
     private let env: OpaquePointer
     private let dbi: MDB_dbi
 
@@ -43,10 +43,30 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
         throw LocalStoreError(code, "LMDB could not \(what): \(String(cString: mdb_strerror(rc)))")
     }
 
+    /// Read transactions ended with `mdb_txn_reset`, renewed by the next read (as `LMDBStore` reuses its own).
+    private var spareReads: [OpaquePointer] = []
+    private let spareLock = NSLock()
+
     func read<R>(_ body: (Access) throws -> R) throws -> R {
-        var txn: OpaquePointer?
-        try Self.check(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn), "begin a read")
-        defer { mdb_txn_abort(txn) }
+        let txn: OpaquePointer
+        if let spare = spareLock.withLock({ spareReads.popLast() }) {
+            let rc = mdb_txn_renew(spare)
+            guard rc == 0 else {
+                mdb_txn_abort(spare)
+                try Self.check(rc, "renew a read")
+                throw LocalStoreError(.internal, "unreachable")
+            }
+            txn = spare
+        } else {
+            var begun: OpaquePointer?
+            try Self.check(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &begun), "begin a read")
+            guard let begun else { throw LocalStoreError(.internal, "mdb_txn_begin returned no transaction") }
+            txn = begun
+        }
+        defer {
+            mdb_txn_reset(txn)
+            spareLock.withLock { spareReads.append(txn) }
+        }
         return try body(Access(txn: txn, dbi: dbi))
     }
 
@@ -64,27 +84,35 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
         return result
     }
 
-    func close() throws { mdb_env_close(env) }
+    func close() throws {
+        for txn in spareLock.withLock({ () -> [OpaquePointer] in defer { spareReads.removeAll() }; return spareReads }) { mdb_txn_abort(txn) }
+        mdb_env_close(env)
+    }
 
     struct Access: OrderedKeyValueWriter {
         let txn: OpaquePointer?
         let dbi: MDB_dbi
 
-        /// Calls `body` with `bytes` as an `MDB_val`.
+        /// Calls `body` with `bytes` as an `MDB_val` (LMDB only reads a key or value it is given).
         private func withVal<R>(_ bytes: [UInt8], _ body: (inout MDB_val) throws -> R) rethrows -> R {
-            var copy = bytes
-            return try copy.withUnsafeMutableBytes { b in
-                var val = MDB_val(mv_size: b.count, mv_data: b.baseAddress)
+            try bytes.withUnsafeBytes { b in
+                var val = MDB_val(mv_size: b.count, mv_data: UnsafeMutableRawPointer(mutating: b.baseAddress))
                 return try body(&val)
             }
         }
 
-        func get(_ key: [UInt8]) throws -> [UInt8]? {
+        /// The id of the last commit this transaction sees (a read's), or of the write it is.
+        var snapshotNumber: UInt64? { UInt64(mdb_txn_id(txn)) }
+
+        func get(_ key: [UInt8]) throws -> [UInt8]? { try withValue(key) { $0.map { Array($0) } } }
+
+        /// The value in LMDB's memory map: no copy.
+        func withValue<R>(_ key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
             var data = MDB_val()
             let rc = withVal(key) { mdb_get(txn, dbi, &$0, &data) }
-            if rc == MDB_NOTFOUND { return nil }
+            if rc == MDB_NOTFOUND { return try body(nil) }
             try LMDBKVEngine.check(rc, "get")
-            return Array(UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size))
+            return try body(UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size))
         }
 
         func scan(

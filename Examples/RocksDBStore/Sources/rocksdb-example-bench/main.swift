@@ -12,8 +12,9 @@ import RocksDBStore
 // minute to the next, and alternating them keeps all under the same load. `kv-lmdb` (not run unless
 // named) is the toolkit's `KVStore` over LMDB (LMDBKVEngine.swift): what the toolkit costs against
 // `LMDBStore` on the same engine.
-// Usage: rocksdb-example-bench [records] [rounds] [backend ...]   (backends: lmdb rocksdb kv-lmdb;
-// default lmdb rocksdb; each ratio is to the first named)
+// Usage: rocksdb-example-bench [records] [rounds] [backend ...] [workload ...]   (backends: lmdb rocksdb
+// kv-lmdb, default lmdb rocksdb, each ratio is to the first named; workloads: the `localstore bench` names,
+// default all)
 let arguments = Array(CommandLine.arguments.dropFirst())
 let records = arguments.first.flatMap(Int.init) ?? 100_000
 let rounds = max(1, arguments.dropFirst().first.flatMap(Int.init) ?? 3)
@@ -22,13 +23,15 @@ let available = [
     BenchBackend.persistent(name: "rocksdb", baseline: nil, file: "rocksdb") { try RocksDBStore.open(directory: $0) },
     BenchBackend.persistent(name: "kv-lmdb", baseline: nil, file: "kv-lmdb") { try KVStore(engine: LMDBKVEngine(directory: $0)) },
 ]
-let named = Array(arguments.dropFirst(2))
+let names = Array(arguments.dropFirst(2))
+let chosenWorkloads = names.compactMap(Workload.init(rawValue:))
+let named = names.filter { Workload(rawValue: $0) == nil }
 let backends = named.isEmpty ? Array(available.prefix(2)) : named.compactMap { name in available.first { $0.name == name } }
 guard !backends.isEmpty, named.isEmpty || backends.count == named.count else {
-    FileHandle.standardError.write(Data("rocksdb-example-bench: unknown backend among \(named); known: lmdb rocksdb kv-lmdb\n".utf8))
+    FileHandle.standardError.write(Data("rocksdb-example-bench: unknown backend or workload among \(names); backends: lmdb rocksdb kv-lmdb\n".utf8))
     exit(64)
 }
-let workloads = Workload.allCases
+let workloads = chosenWorkloads.isEmpty ? Workload.allCases : Workload.allCases.filter(chosenWorkloads.contains)
 let runner = BenchRunner(records: records, seed: 42, workloads: Set(workloads))
 var rates: [String: [String: [Double]]] = [:]
 do {
