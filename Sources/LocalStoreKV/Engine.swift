@@ -1,3 +1,5 @@
+import LocalStore
+
 /// An ordered key-value engine that ``KVStore`` turns into a `LocalStore`.
 ///
 /// Keys and values are byte strings; keys are ordered by their bytes, a shorter key first on a common
@@ -13,7 +15,8 @@
 /// - Failures are thrown; a `LocalStoreError` keeps its code (`ioError`, `full`, `corrupt`, ...), any
 ///   other error is reported as `ioError`.
 ///
-/// Savepoints are ``KVStore``'s: the engine needs no nested transactions.
+/// Savepoints are ``KVStore``'s: the engine needs no nested transactions (it may offer savepoints,
+/// ``OrderedKeyValueWriter/hasSavepoints``, to spare `KVStore` a read before each write).
 public protocol OrderedKeyValueEngine: Sendable {
     /// The view a read transaction gets.
     associatedtype Reader: OrderedKeyValueReader
@@ -72,4 +75,25 @@ public protocol OrderedKeyValueWriter: OrderedKeyValueReader {
     func put(_ key: [UInt8], _ value: [UInt8]) throws
     /// Removes `key` (nothing when it is absent).
     func delete(_ key: [UInt8]) throws
+
+    /// Whether the transaction keeps savepoints (``setSavepoint()``, ``rollbackToSavepoint()``). Without them
+    /// (the default), `KVStore` undoes a failed call from a log of the values its writes replaced, which
+    /// costs a read before every put and delete — a lookup through every level of an LSM tree.
+    var hasSavepoints: Bool { get }
+    /// Pushes a savepoint on the transaction's stack of savepoints. Only called when ``hasSavepoints``.
+    func setSavepoint() throws
+    /// Undoes every write made since the most recent savepoint still on the stack, and removes it. `KVStore`
+    /// never removes a savepoint otherwise: one set for a call that succeeded stays on the stack until the
+    /// transaction ends, and undoing an outer call rolls back once per savepoint set since its own
+    /// (RocksDB's `RollbackToSavePoint`, as it is). Only called when ``hasSavepoints``.
+    func rollbackToSavepoint() throws
+}
+
+extension OrderedKeyValueWriter {
+    /// No savepoints: `KVStore` logs what each write replaces.
+    public var hasSavepoints: Bool { false }
+    /// Refused: the transaction has no savepoints.
+    public func setSavepoint() throws { throw LocalStoreError(.internal, "this engine's transactions have no savepoints") }
+    /// Refused: the transaction has no savepoints.
+    public func rollbackToSavepoint() throws { throw LocalStoreError(.internal, "this engine's transactions have no savepoints") }
 }

@@ -22,8 +22,12 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
     /// The thread running the write transaction (guarded by `lock`).
     private var writer: Thread?
 
-    /// An empty engine.
-    public init() {}
+    /// Whether write transactions keep savepoints (``OrderedKeyValueWriter/hasSavepoints``).
+    public let savepoints: Bool
+
+    /// An empty engine; `savepoints`: its write transactions keep savepoints (each a copy of the entries),
+    /// so that `KVStore` keeps no undo log of its own.
+    public init(savepoints: Bool = false) { self.savepoints = savepoints }
 
     public func read<R>(_ body: (Snapshot) throws -> R) throws -> R {
         let snapshot = lock.withLock { Snapshot(entries: entries, snapshotNumber: commits) }
@@ -42,7 +46,7 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
             lock.withLock { writer = nil }
             writeLock.unlock()
         }
-        let transaction = Transaction(entries: lock.withLock { entries })
+        let transaction = Transaction(entries: lock.withLock { entries }, savepoints: savepoints)
         let result = try body(transaction)
         lock.withLock {
             entries = transaction.entries
@@ -105,7 +109,24 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
     public final class Transaction: OrderedKeyValueWriter {
         fileprivate var entries: [Entry]
 
-        init(entries: [Entry]) { self.entries = entries }
+        /// The entries as each savepoint on the stack found them.
+        private var saved: [[Entry]] = []
+        public let hasSavepoints: Bool
+
+        init(entries: [Entry], savepoints: Bool) {
+            self.entries = entries
+            hasSavepoints = savepoints
+        }
+
+        public func setSavepoint() throws {
+            guard hasSavepoints else { throw LocalStoreError(.internal, "this engine's transactions have no savepoints") }
+            saved.append(entries)
+        }
+
+        public func rollbackToSavepoint() throws {
+            guard let last = saved.popLast() else { throw LocalStoreError(.internal, "no savepoint to roll back to") }
+            entries = last
+        }
 
         public func get(_ key: [UInt8]) throws -> [UInt8]? { InMemoryKVEngine.value(entries, key) }
 

@@ -1,11 +1,16 @@
 import Foundation
 import LocalStore
 
-/// The writes of one write transaction: every put and delete is logged with the value it replaced, so
-/// that a failed call and a savepoint undo exactly their own writes.
+/// The writes of one write transaction, each call atomic: a failed call and a savepoint undo exactly their
+/// own writes — with the engine's savepoints when it has them, else from a log of every put and delete
+/// with the value it replaced.
 final class KVWrites<Writer: OrderedKeyValueWriter> {
     let writer: Writer
     let catalog: KVCatalog
+    /// Whether the engine undoes writes (``OrderedKeyValueWriter/hasSavepoints``): no log is kept.
+    private let engineSavepoints: Bool
+    /// The engine savepoints set and not rolled back (a call that succeeded leaves its own on the stack).
+    private var savepoints = 0
     private var undo: [(key: [UInt8], old: [UInt8]?)] = []
     /// Set when undoing failed: the transaction can then only roll back.
     private(set) var failure: LocalStoreError?
@@ -13,16 +18,19 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
     init(_ writer: Writer, catalog: KVCatalog) {
         self.writer = writer
         self.catalog = catalog
+        engineSavepoints = writer.hasSavepoints
     }
 
     var reads: KVReads<Writer> { KVReads(reader: writer, catalog: catalog) }
 
     func put(_ key: [UInt8], _ value: [UInt8]) throws {
-        undo.append((key, try writer.get(key)))
+        if !engineSavepoints { undo.append((key, try writer.get(key))) }
         try writer.put(key, value)
     }
 
+    /// Deletes `key`, which the caller read from the store (a row or an index entry of a row it read).
     func delete(_ key: [UInt8]) throws {
+        if engineSavepoints { return try writer.delete(key) }
         guard let old = try writer.get(key) else { return }
         undo.append((key, old))
         try writer.delete(key)
@@ -41,6 +49,25 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
     /// Runs `body`; when it throws, undoes its writes and rethrows.
     func atomically<R>(_ body: () throws -> R) throws -> R {
         if let failure { throw failure }
+        if engineSavepoints {
+            try writer.setSavepoint()
+            savepoints += 1
+            let mark = savepoints
+            do {
+                return try body()
+            } catch {
+                do {
+                    // The savepoints of the body's calls that succeeded, then this call's own.
+                    while savepoints >= mark {
+                        try writer.rollbackToSavepoint()
+                        savepoints -= 1
+                    }
+                } catch let undoError {
+                    failure = LocalStoreError(.ioError, "a failed call could not be undone (\(undoError)); the transaction can only roll back")
+                }
+                throw error
+            }
+        }
         let mark = undo.count
         do {
             return try body()

@@ -19,3 +19,17 @@ struct KVStoreConformanceTests {
         try await check.run(Self.factory)
     }
 }
+
+/// The same with the engine's savepoints (``OrderedKeyValueWriter/hasSavepoints``): `KVStore` keeps no undo
+/// log, and every failed call, rolled-back nested write and refused input is undone by the engine.
+@Suite("KVStore on InMemoryKVEngine with savepoints: the whole conformance suite")
+struct KVStoreSavepointConformanceTests {
+    static let factory = StoreFactory(name: "kv-memory-savepoints", isPersistent: false) { _ in
+        try KVStore(engine: InMemoryKVEngine(savepoints: true))
+    }
+
+    @Test("conformance check", arguments: ConformanceSuite.completeSuite)
+    func conforms(_ check: ConformanceCheck) throws {
+        try check.run(Self.factory)
+    }
+}

@@ -225,5 +225,16 @@ public final class RocksDBEngine: OrderedKeyValueEngine, @unchecked Sendable {  
             }
             try RocksDBEngine.check(error, "delete", path)
         }
+
+        /// A write transaction's savepoints (RocksDB's): `KVStore` then reads nothing before it writes.
+        public var hasSavepoints: Bool { transaction != nil }
+
+        public func setSavepoint() throws { rocksdb_transaction_set_savepoint(transaction) }
+
+        public func rollbackToSavepoint() throws {
+            var error: UnsafeMutablePointer<CChar>?
+            rocksdb_transaction_rollback_to_savepoint(transaction, &error)
+            try RocksDBEngine.check(error, "roll back to a savepoint", path)
+        }
     }
 }
