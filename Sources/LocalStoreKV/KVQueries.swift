@@ -25,9 +25,11 @@ extension KVTable {
     }
 }
 
-/// The reads of ``KVStore`` over a snapshot or a write transaction.
-struct KVReads<Reader: OrderedKeyValueReader> {
-    let reader: Reader
+/// The reads of ``KVStore`` over a snapshot or a write transaction. Not generic over the reader: code of this
+/// module runs unspecialized for an engine of another module, and a generic value's type metadata is looked up
+/// in the runtime's cache (~300 instructions) every time such code makes one; an existential reader is not.
+struct KVReads {
+    let reader: any OrderedKeyValueReader
     let catalog: KVCatalog
 
     func row(_ table: KVTable, idKey: [UInt8]) throws -> [Value]? {

@@ -21,7 +21,7 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
         engineSavepoints = writer.hasSavepoints
     }
 
-    var reads: KVReads<Writer> { KVReads(reader: writer, catalog: catalog) }
+    var reads: KVReads { KVReads(reader: writer, catalog: catalog) }
 
     func put(_ key: [UInt8], _ value: [UInt8]) throws {
         if !engineSavepoints { undo.append((key, try writer.get(key))) }
@@ -396,7 +396,7 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
         return catalog
     }
 
-    func reading<R>(_ body: (KVReads<Engine.Reader>) throws -> R) throws -> R {
+    func reading<R>(_ body: (KVReads) throws -> R) throws -> R {
         try calling { try engine.read { reader in try body(KVReads(reader: reader, catalog: try catalog(snapshot: reader))) } }
     }
 

@@ -147,7 +147,7 @@ extension KVStore: SystemTableReadShortcuts {
 }
 
 extension KVTransaction: SystemTableShortcuts {
-    private var reads: KVReads<Writer> {
+    private var reads: KVReads {
         get throws {
             try check()
             return writes.reads

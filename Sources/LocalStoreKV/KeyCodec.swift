@@ -88,14 +88,9 @@ public enum KeyCodec {
         }
         var end = out.count
         out.withUnsafeMutableBufferPointer { buffer in
-            for i in start..<buffer.count {
-                let b = buffer[i]
-                if b == 0 {
-                    end = i
-                    break
-                }
-                if b >= 0x41 && b <= 0x5A { buffer[i] = b | 0x20 }
-            }
+            // Folded in place, eight bytes at a time while they are ASCII without a NUL.
+            guard let base = buffer.baseAddress else { return }
+            end = start + foldNoCase(UnsafePointer(base + start), count: buffer.count - start, into: UnsafeMutableRawPointer(base + start))
         }
         if end < out.count {
             // Cut at the first NUL, then the total length.

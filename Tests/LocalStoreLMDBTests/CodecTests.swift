@@ -233,4 +233,35 @@ struct CodecTests {
         #expect(KeyCodec.successor([1, 0xFF]) == [2])
         #expect(KeyCodec.successor([0xFF, 0xFF]) == nil)
     }
+
+    @Test("NOCASE keys fold ASCII letters only, cut at the first NUL, after any bytes already in the buffer")
+    func noCaseKeysMatchTheirDefinition() {
+        // The definition, byte by byte: ASCII A–Z lowered, every other byte kept; at the first NUL the
+        // bytes stop and `00 01` and the total length follow, else `00 00`.
+        func reference(_ s: String) -> [UInt8] {
+            let bytes = Array(s.utf8)
+            var out: [UInt8] = []
+            for b in bytes {
+                if b == 0 {
+                    out += [0, 1]
+                    KeyCodec.appendBigEndian(UInt64(bytes.count), into: &out)
+                    return out
+                }
+                out.append(b >= 0x41 && b <= 0x5A ? b | 0x20 : b)
+            }
+            return out + [0, 0]
+        }
+        let alphabet: [String] = ["A", "z", "Z", "@", "[", "`", "{", "0", "\u{0}", "é", "É", "\u{212A}", "ß", " ", "~", "\u{7F}"]
+        var rng = SeededRNG(seed: 29)
+        for length in 0..<40 {
+            for _ in 0..<60 {
+                let s = (0..<length).map { _ in alphabet[Int(rng.next() % UInt64(alphabet.count))] }.joined()
+                for prefix in [[], [0x02, 0xFF, 0x41]] as [[UInt8]] {
+                    var out = prefix
+                    KeyCodec.appendNoCase(s, into: &out)
+                    #expect(out == prefix + reference(s), "\(Array(s.utf8)) after \(prefix)")
+                }
+            }
+        }
+    }
 }

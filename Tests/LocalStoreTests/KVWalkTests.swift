@@ -67,7 +67,7 @@ struct KVWalkTests {
                         #expect(exact == c.exact, "\(label)")
                         guard exact else { return }
                         let items = try KVReads(reader: snapshot, catalog: catalog).exactWalk(
-                            table, RecordItemBuilder(resolved), index, range, reverse: reverse, need: KVReads<InMemoryKVEngine.Reader>.need(resolved), groupComponents: components,
+                            table, RecordItemBuilder(resolved), index, range, reverse: reverse, need: KVReads.need(resolved), groupComponents: components,
                             skip: resolved.skip)
                         // With ties the walk gives up (the evaluator orders them); without, it answers.
                         #expect((items == nil) == ties, "\(label)")
