@@ -47,7 +47,8 @@ enum KVKeys {
     /// ``row(_:idKey:)`` of `id`'s key, built in one buffer.
     static func row(_ table: UInt32, id: Value) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(24)
+        // The prefix, and a string id's bytes with the longest NOCASE ending (`00 01` and 8 bytes of length).
+        if case .string(let s) = id { out.reserveCapacity(15 + s.utf8.count) } else { out.reserveCapacity(16) }
         appendRows(table, into: &out)
         KeyCodec.appendId(id, into: &out)
         return out
