@@ -25,8 +25,8 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
     /// Whether write transactions keep savepoints (``OrderedKeyValueWriter/hasSavepoints``).
     public let savepoints: Bool
 
-    /// An empty engine; `savepoints`: its write transactions keep savepoints (each a copy of the entries),
-    /// so that `KVStore` keeps no undo log of its own.
+    /// An empty engine; `savepoints`: its write transactions keep savepoints (a log of what each write
+    /// replaced while one is set), so that `KVStore` keeps no undo log of its own.
     public init(savepoints: Bool = false) { self.savepoints = savepoints }
 
     public func read<R>(_ body: (Snapshot) throws -> R) throws -> R {
@@ -109,8 +109,10 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
     public final class Transaction: OrderedKeyValueWriter {
         fileprivate var entries: [Entry]
 
-        /// The entries as each savepoint on the stack found them.
-        private var saved: [[Entry]] = []
+        /// What each write replaced while a savepoint is on the stack, and where each savepoint begins in
+        /// it: a savepoint costs nothing to keep (`KVStore` keeps one per call until the commit).
+        private var log: [(key: [UInt8], old: [UInt8]?)] = []
+        private var marks: [Int] = []
         public let hasSavepoints: Bool
 
         init(entries: [Entry], savepoints: Bool) {
@@ -120,12 +122,16 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
 
         public func setSavepoint() throws {
             guard hasSavepoints else { throw LocalStoreError(.internal, "this engine's transactions have no savepoints") }
-            saved.append(entries)
+            marks.append(log.count)
         }
 
         public func rollbackToSavepoint() throws {
-            guard let last = saved.popLast() else { throw LocalStoreError(.internal, "no savepoint to roll back to") }
-            entries = last
+            guard let mark = marks.popLast() else { throw LocalStoreError(.internal, "no savepoint to roll back to") }
+            while log.count > mark {
+                let (key, old) = log.removeLast()
+                if let old { set(key, old) } else { remove(key) }
+            }
+            if marks.isEmpty { log.removeAll() }
         }
 
         public func get(_ key: [UInt8]) throws -> [UInt8]? { InMemoryKVEngine.value(entries, key) }
@@ -139,6 +145,16 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
         }
 
         public func put(_ key: [UInt8], _ value: [UInt8]) throws {
+            if !marks.isEmpty { log.append((key, InMemoryKVEngine.value(entries, key))) }
+            set(key, value)
+        }
+
+        public func delete(_ key: [UInt8]) throws {
+            if !marks.isEmpty { log.append((key, InMemoryKVEngine.value(entries, key))) }
+            remove(key)
+        }
+
+        private func set(_ key: [UInt8], _ value: [UInt8]) {
             let i = InMemoryKVEngine.lowerBound(entries, key)
             if i < entries.count && entries[i].key == key {
                 entries[i].value = value
@@ -147,7 +163,7 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
             }
         }
 
-        public func delete(_ key: [UInt8]) throws {
+        private func remove(_ key: [UInt8]) {
             let i = InMemoryKVEngine.lowerBound(entries, key)
             if i < entries.count && entries[i].key == key { entries.remove(at: i) }
         }

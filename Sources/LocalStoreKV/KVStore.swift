@@ -3,7 +3,8 @@ import LocalStore
 
 /// The writes of one write transaction, each call atomic: a failed call and a savepoint undo exactly their
 /// own writes — with the engine's savepoints when it has them, else from a log of every put and delete
-/// with the value it replaced.
+/// with the value it replaced. Inside a composite body (``compositely(_:)``, ``unguarded(_:)``), whose
+/// failure undoes all of it, the calls are not atomic one by one: no savepoint, no log of their own.
 final class KVWrites<Writer: OrderedKeyValueWriter> {
     let writer: Writer
     let catalog: KVCatalog
@@ -11,6 +12,11 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
     private let engineSavepoints: Bool
     /// The engine savepoints set and not rolled back (a call that succeeded leaves its own on the stack).
     private var savepoints = 0
+    /// The atomic calls running that undo their own writes when they fail (``atomically(_:)``).
+    private var frames = 0
+    /// The composite bodies running: a call inside one needs no undo of its own.
+    private var composites = 0
+    /// What each write replaced, kept while an atomic call that may undo it runs (without engine savepoints).
     private var undo: [(key: [UInt8], old: [UInt8]?)] = []
     /// Set when undoing failed: the transaction can then only roll back.
     private(set) var failure: LocalStoreError?
@@ -23,14 +29,17 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
 
     var reads: KVReads { KVReads(reader: writer, catalog: catalog) }
 
+    /// Whether a write must be logged: without engine savepoints, while an atomic call runs.
+    private var logging: Bool { !engineSavepoints && frames > 0 }
+
     func put(_ key: [UInt8], _ value: [UInt8]) throws {
-        if !engineSavepoints { undo.append((key, try writer.get(key))) }
+        if logging { undo.append((key, try writer.get(key))) }
         try writer.put(key, value)
     }
 
     /// Deletes `key`, which the caller read from the store (a row or an index entry of a row it read).
     func delete(_ key: [UInt8]) throws {
-        if engineSavepoints { return try writer.delete(key) }
+        guard logging else { return try writer.delete(key) }
         guard let old = try writer.get(key) else { return }
         undo.append((key, old))
         try writer.delete(key)
@@ -46,9 +55,10 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
         try put(key, bytes)
     }
 
-    /// Runs `body`; when it throws, undoes its writes and rethrows.
+    /// Runs `body`; when it throws, undoes its writes and rethrows (inside a composite body: only runs it).
     func atomically<R>(_ body: () throws -> R) throws -> R {
         if let failure { throw failure }
+        if composites > 0 { return try body() }
         if engineSavepoints {
             try writer.setSavepoint()
             savepoints += 1
@@ -69,6 +79,12 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
             }
         }
         let mark = undo.count
+        frames += 1
+        defer {
+            frames -= 1
+            // No running call can undo what the log holds any more.
+            if frames == 0 { undo.removeAll(keepingCapacity: true) }
+        }
         do {
             return try body()
         } catch {
@@ -82,6 +98,20 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
             }
             throw error
         }
+    }
+
+    /// Runs a composite body (``CompositeWrites``: it propagates every error of its calls) as one atomic
+    /// call: one savepoint or log mark for all of it, none for the calls it makes.
+    func compositely<R>(_ body: () throws -> R) throws -> R {
+        try atomically { try unguarded(body) }
+    }
+
+    /// Runs `body` with its calls unguarded: for a body whose failure undoes more than it (the whole write
+    /// transaction of a store call, a composite body's savepoint).
+    func unguarded<R>(_ body: () throws -> R) rethrows -> R {
+        composites += 1
+        defer { composites -= 1 }
+        return try body()
     }
 
     func upsert(_ items: [Item], into name: String, options: UpsertOptions) throws -> (table: String, ids: [Value]) {
@@ -156,7 +186,7 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
 }
 
 /// The transaction a ``KVStore`` write body gets.
-final class KVTransaction<Writer: OrderedKeyValueWriter>: LocalStoreTransaction {
+final class KVTransaction<Writer: OrderedKeyValueWriter>: LocalStoreTransaction, CompositeWrites {
     let systemTableNames: SystemTableNames
     let writes: KVWrites<Writer>
     private(set) var changes: ChangeCollector?
@@ -221,10 +251,20 @@ final class KVTransaction<Writer: OrderedKeyValueWriter>: LocalStoreTransaction 
 
     /// A savepoint: a thrown error undoes the body's writes (and what it recorded), and the transaction goes on.
     func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        try nestedWrite(composite: false, body)
+    }
+
+    /// A composite call inside the transaction (the core's `CompositeWrites`): one savepoint for the whole
+    /// body, none for the calls it makes (the body propagates every error; the savepoint undoes all of it).
+    func performCompositeWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        try nestedWrite(composite: true, body)
+    }
+
+    private func nestedWrite<R>(composite: Bool, _ body: (any LocalStoreTransaction) throws -> R) throws -> R {
         try check()
         let saved = changes
         do {
-            return try writes.atomically { try body(self) }
+            return try composite ? writes.compositely { try body(self) } : writes.atomically { try body(self) }
         } catch {
             changes = saved
             // The body's writes are undone: what it learned of the operations table may no longer hold.
@@ -244,7 +284,7 @@ final class KVTransaction<Writer: OrderedKeyValueWriter>: LocalStoreTransaction 
 /// ```swift
 /// let store = try KVStore(engine: InMemoryKVEngine())
 /// ```
-public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlanReporting, @unchecked Sendable {
+public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlanReporting, CompositeWrites, @unchecked Sendable {
     // The locks guard the state: `lock` the catalog, `isClosed` and `writingThread`; `writeLock` is held by
     // the one running write transaction or definition.
     /// The engine.
@@ -417,11 +457,12 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
     /// walk it tries first); else `fullScan`.
     public func accessPath(for query: Query) throws -> QueryAccessPath { try reading { try $0.accessPath(query) } }
 
+    // A call of its own: its failure discards the engine transaction, so the call needs no undo of its own.
     public func upsert(_ items: [Item], into table: String, options: UpsertOptions) throws {
-        try performWrite { try $0.upsert(items, into: table, options: options) }
+        try write(composite: true) { try $0.upsert(items, into: table, options: options) }
     }
-    public func delete(ids: [Value], from table: String) throws { try performWrite { try $0.delete(ids: ids, from: table) } }
-    public func delete(matching query: Query) throws { try performWrite { try $0.delete(matching: query) } }
+    public func delete(ids: [Value], from table: String) throws { try write(composite: true) { try $0.delete(ids: ids, from: table) } }
+    public func delete(matching query: Query) throws { try write(composite: true) { try $0.delete(matching: query) } }
 
     /// Runs `body` holding the write lock, with the store marked as written by this thread.
     private func exclusively<R>(_ body: () throws -> R) throws -> R {
@@ -435,6 +476,16 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
     }
 
     public func performWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        try write(composite: false, body)
+    }
+
+    /// A composite call's transaction (the core's `CompositeWrites`): the body propagates every error, which
+    /// discards the whole engine transaction, so its calls run without a savepoint or an undo log.
+    package func performCompositeWrite<R>(_ body: (any LocalStoreTransaction) throws -> R) throws -> R {
+        try write(composite: true, body)
+    }
+
+    private func write<R>(composite: Bool, _ body: (any LocalStoreTransaction) throws -> R) throws -> R {
         try exclusively {
             var began: ChangeCollector?
             var changes: ChangeCollector?
@@ -448,7 +499,7 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
                     let writes = KVWrites(writer, catalog: try catalog(writer))
                     let transaction = KVTransaction(writes, systemTableNames: systemTableNames, changes: began)
                     defer { transaction.end() }
-                    let result = try body(transaction)
+                    let result = try composite ? writes.unguarded { try body(transaction) } : body(transaction)
                     if let failure = writes.failure { throw failure }
                     changes = transaction.changes
                     try KVCatalog.writeNumber(counter &+ 1, KVKeys.commits, writer)
