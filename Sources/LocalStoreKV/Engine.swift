@@ -84,13 +84,13 @@ public protocol OrderedKeyValueWriter: OrderedKeyValueReader {
     func setSavepoint() throws
     /// Undoes every write made since the most recent savepoint still on the stack, and removes it. `KVStore`
     /// never removes a savepoint otherwise: one set for a call that succeeded stays on the stack until the
-    /// transaction ends, and undoing an outer call rolls back once per savepoint set since its own
-    /// (RocksDB's `RollbackToSavePoint`, as it is). Only called when ``hasSavepoints``.
+    /// transaction ends (RocksDB's `RollbackToSavePoint`, as it is). Only called when ``hasSavepoints``.
     ///
-    /// `KVStore` sets a savepoint for each call made in a write body and for each nested write; a store
-    /// call of its own and the calls inside a composite call of the sync engine (enqueue, a pulled page)
-    /// set none. Keeping a savepoint must therefore cost little; a rollback may cost more (RocksDB's
-    /// rebuilds the transaction's index of its writes), as it is paid only when a call fails.
+    /// `KVStore` sets a savepoint for each call made directly in a write body (a nested write is one such
+    /// call) and rolls back to it only when that call fails: the calls inside it undo from `KVStore`'s own
+    /// log, so a failure costs one rollback. A store call of its own and the calls inside a composite call
+    /// of the sync engine (enqueue, a pulled page) set none. Keeping a savepoint must therefore cost little;
+    /// a rollback may cost more (RocksDB's rebuilds the transaction's index of its writes).
     func rollbackToSavepoint() throws
 }
 

@@ -2,21 +2,24 @@ import Foundation
 import LocalStore
 
 /// The writes of one write transaction, each call atomic: a failed call and a savepoint undo exactly their
-/// own writes — with the engine's savepoints when it has them, else from a log of every put and delete
-/// with the value it replaced. Inside a composite body (``compositely(_:)``, ``unguarded(_:)``), whose
-/// failure undoes all of it, the calls are not atomic one by one: no savepoint, no log of their own.
+/// own writes. With the engine's savepoints, an outermost atomic call (one made in the write body, a nested
+/// write) sets one and rolls back to it when it fails; the calls inside it, and every call without engine
+/// savepoints, undo from a log of what each of their puts and deletes replaced. So a failure costs one
+/// engine rollback at most (RocksDB's rebuilds its index of the transaction's writes). Inside a composite
+/// body (``compositely(_:)``, ``unguarded(_:)``), whose failure undoes all of it, the calls are not atomic
+/// one by one: no savepoint, no log of their own.
 final class KVWrites<Writer: OrderedKeyValueWriter> {
     let writer: Writer
     let catalog: KVCatalog
-    /// Whether the engine undoes writes (``OrderedKeyValueWriter/hasSavepoints``): no log is kept.
+    /// Whether the engine undoes writes (``OrderedKeyValueWriter/hasSavepoints``).
     private let engineSavepoints: Bool
-    /// The engine savepoints set and not rolled back (a call that succeeded leaves its own on the stack).
-    private var savepoints = 0
-    /// The atomic calls running that undo their own writes when they fail (``atomically(_:)``).
+    /// Whether an atomic call running set an engine savepoint (the outermost one does, with engine savepoints).
+    private var inSavepoint = false
+    /// The atomic calls running that undo their writes from the log (``atomically(_:)``).
     private var frames = 0
     /// The composite bodies running: a call inside one needs no undo of its own.
     private var composites = 0
-    /// What each write replaced, kept while an atomic call that may undo it runs (without engine savepoints).
+    /// What each write replaced, kept while an atomic call that undoes from it runs.
     private var undo: [(key: [UInt8], old: [UInt8]?)] = []
     /// Set when undoing failed: the transaction can then only roll back.
     private(set) var failure: LocalStoreError?
@@ -29,8 +32,8 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
 
     var reads: KVReads { KVReads(reader: writer, catalog: catalog) }
 
-    /// Whether a write must be logged: without engine savepoints, while an atomic call runs.
-    private var logging: Bool { !engineSavepoints && frames > 0 }
+    /// Whether a write must be logged: while an atomic call that undoes from the log runs.
+    private var logging: Bool { frames > 0 }
 
     func put(_ key: [UInt8], _ value: [UInt8]) throws {
         if logging { undo.append((key, try writer.get(key))) }
@@ -59,20 +62,15 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
     func atomically<R>(_ body: () throws -> R) throws -> R {
         if let failure { throw failure }
         if composites > 0 { return try body() }
-        if engineSavepoints {
+        if engineSavepoints && !inSavepoint {
             try writer.setSavepoint()
-            savepoints += 1
-            let mark = savepoints
+            inSavepoint = true
+            defer { inSavepoint = false }
             do {
                 return try body()
             } catch {
-                do {
-                    // The savepoints of the body's calls that succeeded, then this call's own.
-                    while savepoints >= mark {
-                        try writer.rollbackToSavepoint()
-                        savepoints -= 1
-                    }
-                } catch let undoError {
+                // The engine's stack holds one savepoint per outermost call: this call's is on top.
+                do { try writer.rollbackToSavepoint() } catch let undoError {
                     failure = LocalStoreError(.ioError, "a failed call could not be undone (\(undoError)); the transaction can only roll back")
                 }
                 throw error
