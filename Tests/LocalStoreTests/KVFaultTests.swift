@@ -79,13 +79,15 @@ struct KVFaultTests {
         return (engine, store)
     }
 
-    @Test("a call failing at any put inside a write body is undone, and the body goes on", arguments: [false, true])
-    func plainCall(savepoints: Bool) throws {
+    @Test(
+        "a call failing at any put, in a write body or a nested write that goes on, is undone, and the rest commits",
+        arguments: [false, true], [false, true])
+    func call(savepoints: Bool, nested: Bool) throws {
         var failures = 0
         for failAt in 0..<10 {
             let (engine, store) = try Self.seeded(savepoints: savepoints)
             var failed = false
-            try store.write { tx in
+            func body(_ tx: any LocalStoreTransaction) throws {
                 try tx.upsert([["id": "c", "n": 3]], into: "T")
                 let before = try Self.state(tx)
                 engine.failFrom = failAt
@@ -98,6 +100,7 @@ struct KVFaultTests {
                 if failed { #expect(try Self.state(tx) == before, "failAt \(failAt)") }
                 try tx.upsert([["id": "d", "n": 4]], into: "T")
             }
+            try store.write { tx in try nested ? tx.performWrite(body) : body(tx) }
             let rows = try Self.state(store)
             #expect(rows.count == (failed ? 4 : 5), "failAt \(failAt): \(rows)")
             if failed { failures += 1 }
@@ -136,34 +139,6 @@ struct KVFaultTests {
             if failed { failures += 1 }
         }
         #expect(failures > 5, "the injected failures must hit the nested write")
-    }
-
-    @Test("a call failing at any put inside a nested write that goes on is undone, and the nested write commits", arguments: [false, true])
-    func callInNestedWrite(savepoints: Bool) throws {
-        var failures = 0
-        for failAt in 0..<10 {
-            let (engine, store) = try Self.seeded(savepoints: savepoints)
-            var failed = false
-            try store.write { tx in
-                try tx.performWrite { inner in
-                    try inner.upsert([["id": "c", "n": 3]], into: "T")
-                    let before = try Self.state(inner)
-                    engine.failFrom = failAt
-                    do {
-                        try inner.upsert([["id": "e", "n": 5, "s": "q"], ["id": "b", "n": 7, "s": "q"]], into: "T")
-                    } catch {
-                        failed = true
-                    }
-                    engine.failFrom = nil
-                    if failed { #expect(try Self.state(inner) == before, "failAt \(failAt)") }
-                    try inner.upsert([["id": "d", "n": 4]], into: "T")
-                }
-            }
-            let rows = try Self.state(store)
-            #expect(rows.count == (failed ? 4 : 5), "failAt \(failAt): \(rows)")
-            if failed { failures += 1 }
-        }
-        #expect(failures > 3, "the injected failures must hit the call")
     }
 
     @Test("a composite call failing at any put, in a write body or on its own, leaves nothing of it", arguments: [false, true])
