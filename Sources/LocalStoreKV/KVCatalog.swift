@@ -280,11 +280,7 @@ struct KVCatalog: Sendable {
 
     /// The 8-byte big-endian number under `key` (the catalog version, the commit counter); 0 when absent.
     static func readNumber(_ key: [UInt8], _ reader: some OrderedKeyValueReader) throws -> UInt64 {
-        try reader.withValue(key) { bytes in
-            var v: UInt64 = 0
-            for b in (bytes ?? UnsafeRawBufferPointer(start: nil, count: 0)).prefix(8) { v = v << 8 | UInt64(b) }
-            return v
-        }
+        try reader.withValue(key) { bytes in bytes.map(KeyCodec.readBigEndian) ?? 0 }
     }
 
     static func writeNumber(_ value: UInt64, _ key: [UInt8], _ writer: some OrderedKeyValueWriter) throws {

@@ -43,8 +43,8 @@ public enum KeyCodec {
         withUnsafeBytes(of: &x) { out.append(contentsOf: $0) }
     }
 
-    /// Reads up to 8 big-endian bytes as a number.
-    @inlinable public static func readBigEndian(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+    /// Reads up to 8 big-endian bytes as a number (from an array slice, or bytes lent by an engine).
+    @inlinable public static func readBigEndian<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> UInt64 {
         var v: UInt64 = 0
         for b in bytes.prefix(8) { v = v << 8 | UInt64(b) }
         return v

@@ -490,9 +490,6 @@ enum LMDBSystemTables {
         ]
     }
 
-    /// Whether an existing table has every column of a system table, with the same types.
-    static func isCompatible(_ existing: TableSchema, _ system: TableSchema) -> Bool { SystemTableShapes.isCompatible(existing, system) }
-
     /// Creates the system tables that do not exist yet.
     static func ensure(_ names: SystemTableNames, in environment: Environment) throws {
         let definitions = definitions(names)
@@ -500,7 +497,7 @@ enum LMDBSystemTables {
             var missing = false
             for def in definitions {
                 if let existing = context.catalog.table(def.schema.name) {
-                    guard isCompatible(existing.schema, def.schema) else {
+                    guard SystemTableShapes.isCompatible(existing.schema, def.schema) else {
                         throw LocalStoreError(
                             .schemaConflict,
                             "table '\(existing.schema.name)' exists but does not have the columns of a system table",

@@ -814,7 +814,7 @@ final class TxnContext {
         let isNew: Bool
         if let existing = catalog.tables[key] {
             if let system {
-                guard LMDBSystemTables.isCompatible(existing.schema, system.schema) else {
+                guard SystemTableShapes.isCompatible(existing.schema, system.schema) else {
                     throw LocalStoreError(
                         .schemaConflict,
                         "table '\(existing.schema.name)' exists but does not have the columns of a system table",
