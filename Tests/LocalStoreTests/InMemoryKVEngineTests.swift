@@ -7,12 +7,17 @@ import Testing
 /// one engine take turns.
 @Suite("InMemoryKVEngine")
 struct InMemoryKVEngineTests {
-    @Test("two store objects on one engine writing at once: every write of both is kept")
-    func writersOfTwoStoresTakeTurns() throws {
+    /// Two store objects on one engine (as two on the same files), with table `T` defined by the first.
+    static func twoStores() throws -> (InMemoryKVEngine, KVStore<InMemoryKVEngine>, KVStore<InMemoryKVEngine>) {
         let engine = InMemoryKVEngine()
         let first = try KVStore(engine: engine)
         try first.defineTable(TableSchema("T", ["n": .integer]))
-        let second = try KVStore(engine: engine)
+        return (engine, first, try KVStore(engine: engine))
+    }
+
+    @Test("two store objects on one engine writing at once: every write of both is kept")
+    func writersOfTwoStoresTakeTurns() throws {
+        let (_, first, second) = try Self.twoStores()
         let perStore = 300
         let failures = LockedFailures()
         DispatchQueue.concurrentPerform(iterations: 2) { k in
@@ -39,10 +44,7 @@ struct InMemoryKVEngineTests {
 extension InMemoryKVEngineTests {
     @Test("a store on the same engine called inside another's write body is misuse, not a wait for itself")
     func reentryFromTheWritingThreadIsMisuse() throws {
-        let engine = InMemoryKVEngine()
-        let first = try KVStore(engine: engine)
-        try first.defineTable(TableSchema("T", ["n": .integer]))
-        let second = try KVStore(engine: engine)
+        let (engine, first, second) = try Self.twoStores()
         let error = #expect(throws: LocalStoreError.self) {
             try first.write { tx in
                 try tx.upsert([["id": "a", "n": 1]], into: "T")

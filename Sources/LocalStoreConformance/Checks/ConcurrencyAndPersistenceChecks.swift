@@ -177,13 +177,10 @@ extension ConformanceSuite {
             _ = try store.appendOperation(table: "TodoItem", itemId: "nul\u{0}id")
             try store.recordError(TableOperationError(id: "e1", operationId: 2, properties: [9]))
             try store.setDeltaToken(date(5), table: "TodoItem", queryId: "q")
-            do {
-                try store.write { tx in
-                    try tx.upsert([["id": "ghost"]], into: "TodoItem")
-                    _ = try tx.appendOperation(table: "TodoItem", itemId: "ghost")
-                    throw Rollback(marker: 4)
-                }
-            } catch is Rollback {}
+            try rolledBack(store) { tx in
+                try tx.upsert([["id": "ghost"]], into: "TodoItem")
+                _ = try tx.appendOperation(table: "TodoItem", itemId: "ghost")
+            }
             let schemas = try store.tableSchemas()
             let systemSchemas = try [store.operationTableName, store.errorTableName, store.configTableName].map { try store.schema(of: $0) }
             let tables = try allTableNames(store)

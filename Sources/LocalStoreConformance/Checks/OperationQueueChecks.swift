@@ -254,12 +254,9 @@ extension ConformanceSuite {
             try expectThrows(code: .unknownColumn, "a bad column") { try store.enqueue(.update, ["id": "there", "colour": "red"], into: "QItem") }
             try expectThrows(code: .typeMismatch, "a bad value") { try store.enqueue(.insert, ["id": "new", "n": "seven"], into: "QItem") }
             try expectUnchanged(store, before, "refused enqueues")
-            do {
-                try store.write { tx in
-                    try tx.enqueue(.insert, ["id": "rolled", "text": "x"], into: "QItem")
-                    throw Rollback(marker: 12)
-                }
-            } catch is Rollback {}
+            try rolledBack(store) { tx in
+                try tx.enqueue(.insert, ["id": "rolled", "text": "x"], into: "QItem")
+            }
             try expectUnchanged(store, before, "an enqueue rolled back with its transaction")
             let generated = try unwrap(try store.enqueue(.insert, ["text": "no id"], into: "QItem").operation, "insert without id")
             try expectEqual(generated.itemId.count, 36, "a UUID")

@@ -98,12 +98,9 @@ extension ConformanceSuite {
             let fresh = try unwrap(try store.queuedOperations(table: "QItem", itemId: "e").first, "op e now")
             let errE2 = try store.recordPushError(for: fresh, statusCode: 409, message: "again")
             let before2 = try snapshot(store, tables)
-            do {
-                try store.write { tx in
-                    try tx.cancelAndDiscard(errE2)
-                    throw Rollback(marker: 21)
-                }
-            } catch is Rollback {}
+            try rolledBack(store) { tx in
+                try tx.cancelAndDiscard(errE2)
+            }
             try expectUnchanged(store, before2, "a resolution rolled back with its transaction")
 
             // Damaged properties.

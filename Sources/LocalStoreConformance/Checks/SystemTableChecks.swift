@@ -217,19 +217,13 @@ extension ConformanceSuite {
                 try tx.upsert([other(2)], into: ops.uppercased())
                 try expectEqual(try tx.appendOperation(table: "T", itemId: "b").id, 3, "above a row upserted by the same body")
                 try expectEqual(try tx.operation(id: 2), TableOperation(other(2)), "the upserted row is not overwritten")
-                do {
-                    try tx.write { inner in
-                        try expectEqual(try inner.appendOperation(table: "T", itemId: "c").id, 4, "inside a nested write")
-                        throw Rollback(marker: 1)
-                    }
-                } catch is Rollback {}
+                try rolledBack(tx) { inner in
+                    try expectEqual(try inner.appendOperation(table: "T", itemId: "c").id, 4, "inside a nested write")
+                }
                 try expectEqual(try tx.appendOperation(table: "T", itemId: "d").id, 4, "after a nested write that appended rolled back")
-                do {
-                    try tx.write { inner in
-                        try inner.upsert([other(10)], into: ops)
-                        throw Rollback(marker: 2)
-                    }
-                } catch is Rollback {}
+                try rolledBack(tx) { inner in
+                    try inner.upsert([other(10)], into: ops)
+                }
                 try tx.write { inner in
                     try expectEqual(try inner.enqueue(.insert, ["id": "q1", "text": "x"], into: "QItem").operation?.id, 5, "an enqueue in a nested write")
                 }
@@ -268,12 +262,9 @@ extension ConformanceSuite {
                 try expectEqual(try tx.appendOperation(table: "T", itemId: "l").id, 33, "after removeOperation of one with errors and a lowered mark")
             }
             // A write that appended and rolled back: the id is given again (nothing outlives a transaction).
-            do {
-                try store.write { tx in
-                    try expectEqual(try tx.appendOperation(table: "T", itemId: "m").id, 34, "in a write that then rolls back")
-                    throw Rollback(marker: 4)
-                }
-            } catch is Rollback {}
+            try rolledBack(store) { tx in
+                try expectEqual(try tx.appendOperation(table: "T", itemId: "m").id, 34, "in a write that then rolls back")
+            }
             try expectEqual(try store.appendOperation(table: "T", itemId: "n").id, 34, "after a rolled-back write")
             try expectEqual(try store.pendingOperations().map(\.id), [1, 2, 3, 4, 5, 6, 7, 8, 30, 31, 32, 33, 34], "the queue after the body")
             try expectEqual(try store.operation(id: 30), TableOperation(other(30)), "a row upserted in the body kept")
@@ -374,19 +365,16 @@ extension ConformanceSuite {
                     let label = "\(table)/\(itemId.prefix(8).debugDescription) (\(itemId.utf8.count) bytes)"
                     try expectEqual(try store.pendingOperations(table: table, itemId: itemId), expected, "pendingOperations(table:itemId:) \(label)")
                     try expectEqual(try store.hasPendingOperation(table: table, itemId: itemId), !expected.isEmpty, "hasPendingOperation \(label)")
-                    do {
-                        try store.write { tx in
-                            try expectEqual(try tx.pendingOperations(table: table, itemId: itemId), expected, "in a write: \(label)")
-                            let added = try tx.appendOperation(table: table, itemId: itemId)
-                            try expectEqual(try tx.pendingOperations(table: table, itemId: itemId), expected + [added], "in a write, after its own append: \(label)")
-                            try expectEqual(try tx.hasPendingOperation(table: table, itemId: itemId), true, "in a write, after its own append: \(label)")
-                            try expectEqual(try tx.pendingFlags(table: table, itemIds: [itemId]), [true], "in a write, a page's flag after its own append: \(label)")
-                            try tx.removeOperation(id: added.id)
-                            try expectEqual(try tx.pendingOperations(table: table, itemId: itemId), expected, "in a write, after removing its own append: \(label)")
-                            try expectEqual(try tx.pendingFlags(table: table, itemIds: [itemId]), [!expected.isEmpty], "in a write, a page's flag after removing its own append: \(label)")
-                            throw Rollback(marker: 3)
-                        }
-                    } catch is Rollback {}
+                    try rolledBack(store) { tx in
+                        try expectEqual(try tx.pendingOperations(table: table, itemId: itemId), expected, "in a write: \(label)")
+                        let added = try tx.appendOperation(table: table, itemId: itemId)
+                        try expectEqual(try tx.pendingOperations(table: table, itemId: itemId), expected + [added], "in a write, after its own append: \(label)")
+                        try expectEqual(try tx.hasPendingOperation(table: table, itemId: itemId), true, "in a write, after its own append: \(label)")
+                        try expectEqual(try tx.pendingFlags(table: table, itemIds: [itemId]), [true], "in a write, a page's flag after its own append: \(label)")
+                        try tx.removeOperation(id: added.id)
+                        try expectEqual(try tx.pendingOperations(table: table, itemId: itemId), expected, "in a write, after removing its own append: \(label)")
+                        try expectEqual(try tx.pendingFlags(table: table, itemIds: [itemId]), [!expected.isEmpty], "in a write, a page's flag after removing its own append: \(label)")
+                    }
                 }
                 try expectEqual(try store.pendingFlags(table: table, itemIds: itemProbes), flags, "a page's flags, \(table)")
                 try store.write { tx in
@@ -409,13 +397,10 @@ extension ConformanceSuite {
             try expectEqual(try store.pendingOperations().map(\.id), [2], "operations left")
             try expectEqual(try store.operationErrors().map(\.id), ["e3", "e4"], "errors left")
             let before = try snapshot(store, [store.operationTableName, store.errorTableName])
-            do {
-                try store.write { tx in
-                    try tx.removeOperation(id: 2)
-                    try expectEqual(try tx.operationErrors().map(\.id), ["e4"], "inside the transaction")
-                    throw Rollback(marker: 3)
-                }
-            } catch is Rollback {}
+            try rolledBack(store) { tx in
+                try tx.removeOperation(id: 2)
+                try expectEqual(try tx.operationErrors().map(\.id), ["e4"], "inside the transaction")
+            }
             try expectUnchanged(store, before, "removeOperation rolled back with its transaction")
             try store.removeOperation(id: 99)
             try expectUnchanged(store, before, "removing an absent operation")

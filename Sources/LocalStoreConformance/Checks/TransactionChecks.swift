@@ -8,6 +8,19 @@ struct Rollback: Error, Equatable {
     let marker: Int
 }
 
+/// Runs `body` in `access.write` and then throws, as a caller undoing its write does: on a store the
+/// transaction rolls back, on a transaction the savepoint. A `write` that returns although its body threw
+/// fails the check.
+func rolledBack(_ access: some LocalStoreAccess, _ body: (any LocalStoreTransaction) throws -> Void) throws {
+    do {
+        try access.write { tx in
+            try body(tx)
+            throw Rollback(marker: 0)
+        }
+        throw ConformanceFailure("write {} returned although its body threw")
+    } catch is Rollback {}
+}
+
 extension ConformanceSuite {
     /// A `write {}` body's writes to several tables (user rows, an operation, a delta token) commit
     /// together, and `write` returns the body's value.
@@ -163,12 +176,9 @@ extension ConformanceSuite {
             try expectSameIds(try readIds(store, Query("TodoItem")), ["a", "b"], "an error escaping the inner block rolls back everything")
             try store.write { tx in
                 try tx.upsert([["id": "e"]], into: "TodoItem")
-                do {
-                    try tx.write { inner in
-                        try inner.upsert([["id": "f"]], into: "TodoItem")
-                        throw Rollback(marker: 2)
-                    }
-                } catch is Rollback {}
+                try rolledBack(tx) { inner in
+                    try inner.upsert([["id": "f"]], into: "TodoItem")
+                }
             }
             try expectSameIds(try readIds(store, Query("TodoItem")), ["a", "b", "e"], "a savepoint: the caught inner block's writes are undone, the outer body's stay")
         }
