@@ -15,8 +15,9 @@ import LocalStore
 /// - Failures are thrown; a `LocalStoreError` keeps its code (`ioError`, `full`, `corrupt`, ...), any
 ///   other error is reported as `ioError`.
 ///
-/// Savepoints are ``KVStore``'s: the engine needs no nested transactions (it may offer savepoints,
-/// ``OrderedKeyValueWriter/hasSavepoints``, to spare `KVStore` a read before each write).
+/// Savepoints are ``KVStore``'s: the engine needs no nested transactions. It may offer savepoints
+/// (``OrderedKeyValueWriter/hasSavepoints``) or restarts (``OrderedKeyValueWriter/canRestart``), each of
+/// which spares `KVStore` a read before every write of a call it may have to undo.
 public protocol OrderedKeyValueEngine: Sendable {
     /// The view a read transaction gets.
     associatedtype Reader: OrderedKeyValueReader
@@ -92,6 +93,22 @@ public protocol OrderedKeyValueWriter: OrderedKeyValueReader {
     /// of the sync engine (enqueue, a pulled page) set none. Keeping a savepoint must therefore cost little;
     /// a rollback may cost more (RocksDB's rebuilds the transaction's index of its writes).
     func rollbackToSavepoint() throws
+
+    /// Whether the transaction can ``restart()`` (the default: no). An engine without savepoints that can
+    /// begin its write transaction again on the same committed state (LMDB: abort, begin, and the same
+    /// transaction id) offers it, and `KVStore` then undoes a failed call by replaying the writes made
+    /// before it instead of reading before every write. An engine that offers savepoints needs none.
+    var canRestart: Bool { get }
+    /// Discards every write of the transaction and begins it again on the committed state it began on:
+    /// its reads then see that state, as at the start of ``OrderedKeyValueEngine/write(_:)``'s body. Only
+    /// called when ``canRestart`` and not ``hasSavepoints``.
+    ///
+    /// `KVStore` calls it when a call made in a write body fails, then puts and deletes again what the
+    /// transaction wrote before that call (it keeps the keys and values it wrote, without reading). When
+    /// the engine cannot begin on the same state — another writer committed in between — it throws, and
+    /// `KVStore` refuses every later call of the transaction and its commit, so the body's work is rolled
+    /// back whole.
+    func restart() throws
 }
 
 extension OrderedKeyValueWriter {
@@ -101,4 +118,8 @@ extension OrderedKeyValueWriter {
     public func setSavepoint() throws { throw LocalStoreError(.internal, "this engine's transactions have no savepoints") }
     /// Refused: the transaction has no savepoints.
     public func rollbackToSavepoint() throws { throw LocalStoreError(.internal, "this engine's transactions have no savepoints") }
+    /// No restarts: `KVStore` undoes from its log or the engine's savepoints.
+    public var canRestart: Bool { false }
+    /// Refused: the transaction cannot restart.
+    public func restart() throws { throw LocalStoreError(.internal, "this engine's transactions cannot restart") }
 }

@@ -24,10 +24,17 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
 
     /// Whether write transactions keep savepoints (``OrderedKeyValueWriter/hasSavepoints``).
     public let savepoints: Bool
+    /// Whether write transactions can restart (``OrderedKeyValueWriter/canRestart``).
+    public let restarts: Bool
 
-    /// An empty engine; `savepoints`: its write transactions keep savepoints (a log of what each write
-    /// replaced while one is set), so that `KVStore` keeps no undo log of its own.
-    public init(savepoints: Bool = false) { self.savepoints = savepoints }
+    /// An empty engine. `savepoints`: its write transactions keep savepoints (a log of what each write
+    /// replaced while one is set), so that `KVStore` keeps no undo log of its own. `restarts`: they can
+    /// begin again on the entries they began with, so that `KVStore` undoes a failed call by a replay.
+    /// Neither (the default): `KVStore` undoes from its own log.
+    public init(savepoints: Bool = false, restarts: Bool = false) {
+        self.savepoints = savepoints
+        self.restarts = restarts
+    }
 
     public func read<R>(_ body: (Snapshot) throws -> R) throws -> R {
         let snapshot = lock.withLock { Snapshot(entries: entries, snapshotNumber: commits) }
@@ -46,7 +53,7 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
             lock.withLock { writer = nil }
             writeLock.unlock()
         }
-        let transaction = Transaction(entries: lock.withLock { entries }, savepoints: savepoints)
+        let transaction = Transaction(entries: lock.withLock { entries }, savepoints: savepoints, restarts: restarts)
         let result = try body(transaction)
         lock.withLock {
             entries = transaction.entries
@@ -114,10 +121,22 @@ public final class InMemoryKVEngine: OrderedKeyValueEngine, @unchecked Sendable 
         private var log: [(key: [UInt8], old: [UInt8]?)] = []
         private var marks: [Int] = []
         public let hasSavepoints: Bool
+        /// The entries the transaction began with, when it can restart.
+        private let begun: [Entry]?
 
-        init(entries: [Entry], savepoints: Bool) {
+        init(entries: [Entry], savepoints: Bool, restarts: Bool) {
             self.entries = entries
             hasSavepoints = savepoints
+            begun = restarts ? entries : nil
+        }
+
+        public var canRestart: Bool { begun != nil }
+
+        public func restart() throws {
+            guard let begun else { throw LocalStoreError(.internal, "this engine's transactions cannot restart") }
+            entries = begun
+            log.removeAll()
+            marks.removeAll()
         }
 
         public func setSavepoint() throws {

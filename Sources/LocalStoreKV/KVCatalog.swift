@@ -55,11 +55,16 @@ enum KVKeys {
     }
 
     static func index(_ table: UInt32, _ index: UInt16) -> [UInt8] {
-        var out = rows(table)
-        out[0] = 0x02
-        out.append(UInt8(index >> 8))
-        out.append(UInt8(index & 0xFF))
+        var out: [UInt8] = []
+        appendIndex(table, index, into: &out)
         return out
+    }
+
+    /// Appends ``index(_:_:)``'s bytes: 02, the table number (4 bytes) and the index number (2 bytes), big-endian.
+    static func appendIndex(_ table: UInt32, _ index: UInt16, into out: inout [UInt8]) {
+        out.append(0x02)
+        KeyCodec.appendBigEndian(UInt64(table) << 32 | UInt64(index) << 16, into: &out)
+        out.removeLast(2)
     }
 
     /// The first key after every key that starts with `prefix`.
@@ -202,7 +207,19 @@ final class KVTable: Sendable {
 
     /// The entry of `row` in `spec`: its key, whose value is the id key.
     func entryKey(_ spec: KVIndexSpec, _ row: [Value], idKey: [UInt8]) -> [UInt8] {
-        var key = KVKeys.index(number, spec.number)
+        // One allocation in the common case: the prefix, each component (a tag, a string's bytes and its
+        // terminator, or 8 bytes) and the id key.
+        var capacity = 7 + idKey.count
+        for column in spec.columns {
+            switch row[column] {
+            case .string(let s): capacity += s.utf8.count + 3
+            case .binary(let b): capacity += b.count + 3
+            default: capacity += 9
+            }
+        }
+        var key: [UInt8] = []
+        key.reserveCapacity(capacity)
+        KVKeys.appendIndex(number, spec.number, into: &key)
         for (i, column) in spec.columns.enumerated() { spec.appendComponent(row[column], i, into: &key) }
         key.append(contentsOf: idKey)
         return key

@@ -2,17 +2,25 @@ import Foundation
 import LocalStore
 
 /// The writes of one write transaction, each call atomic: a failed call and a savepoint undo exactly their
-/// own writes. With the engine's savepoints, an outermost atomic call (one made in the write body, a nested
-/// write) sets one and rolls back to it when it fails; the calls inside it, and every call without engine
-/// savepoints, undo from a log of what each of their puts and deletes replaced. So a failure costs one
-/// engine rollback at most (RocksDB's rebuilds its index of the transaction's writes). Inside a composite
-/// body (``compositely(_:)``, ``unguarded(_:)``), whose failure undoes all of it, the calls are not atomic
-/// one by one: no savepoint, no log of their own.
+/// own writes, in one of three ways:
+/// - With the engine's savepoints, an outermost atomic call (one made in the write body, a nested write)
+///   sets one and rolls back to it when it fails; the calls inside it undo from a log of what each of their
+///   puts and deletes replaced. So a failure costs one engine rollback at most (RocksDB's rebuilds its
+///   index of the transaction's writes).
+/// - With the engine's restarts (and no savepoints), every put and delete of the transaction is kept (the
+///   key and value as written: no read); a failed call restarts the engine's transaction and writes again
+///   what was written before the call. A failure costs a replay of the transaction so far (as LMDBStore's).
+/// - Otherwise, every atomic call undoes from the log of what its writes replaced.
+///
+/// Inside a composite body (``compositely(_:)``, ``unguarded(_:)``), whose failure undoes all of it, the
+/// calls are not atomic one by one: no savepoint, no log of their own.
 final class KVWrites<Writer: OrderedKeyValueWriter> {
     let writer: Writer
     let catalog: KVCatalog
     /// Whether the engine undoes writes (``OrderedKeyValueWriter/hasSavepoints``).
     private let engineSavepoints: Bool
+    /// Whether a failed call restarts the engine's transaction and replays ``redo`` (``OrderedKeyValueWriter/canRestart``).
+    private let restarts: Bool
     /// Whether an atomic call running set an engine savepoint (the outermost one does, with engine savepoints).
     private var inSavepoint = false
     /// The atomic calls running that undo their writes from the log (``atomically(_:)``).
@@ -21,6 +29,9 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
     private var composites = 0
     /// What each write replaced, kept while an atomic call that undoes from it runs.
     private var undo: [(key: [UInt8], old: [UInt8]?)] = []
+    /// With restarts: every put (key, value) and delete (key, `nil`) of the transaction, in order, except
+    /// those of a transaction unguarded from its start (a store call's, which no call undoes).
+    private var redo: [(key: [UInt8], value: [UInt8]?)] = []
     /// Set when undoing failed: the transaction can then only roll back.
     private(set) var failure: LocalStoreError?
 
@@ -28,20 +39,31 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
         self.writer = writer
         self.catalog = catalog
         engineSavepoints = writer.hasSavepoints
+        restarts = !engineSavepoints && writer.canRestart
     }
 
     var reads: KVReads { KVReads(reader: writer, catalog: catalog) }
 
     /// Whether a write must be logged: while an atomic call that undoes from the log runs.
     private var logging: Bool { frames > 0 }
+    /// Whether a write must be kept for a replay: unless the transaction runs unguarded from its start.
+    private var keeping: Bool { composites == 0 || frames > 0 }
 
     func put(_ key: [UInt8], _ value: [UInt8]) throws {
-        if logging { undo.append((key, try writer.get(key))) }
+        if restarts {
+            if keeping { redo.append((key, value)) }
+        } else if logging {
+            undo.append((key, try writer.get(key)))
+        }
         try writer.put(key, value)
     }
 
     /// Deletes `key`, which the caller read from the store (a row or an index entry of a row it read).
     func delete(_ key: [UInt8]) throws {
+        if restarts {
+            if keeping { redo.append((key, nil)) }
+            return try writer.delete(key)
+        }
         guard logging else { return try writer.delete(key) }
         guard let old = try writer.get(key) else { return }
         undo.append((key, old))
@@ -58,6 +80,11 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
         try put(key, bytes)
     }
 
+    /// Records that undoing failed (`undoError`): the transaction can then only roll back.
+    private func undoFailed(_ undoError: Error) {
+        failure = LocalStoreError(.ioError, "a failed call could not be undone (\(undoError)); the transaction can only roll back")
+    }
+
     /// Runs `body`; when it throws, undoes its writes and rethrows (inside a composite body: only runs it).
     func atomically<R>(_ body: () throws -> R) throws -> R {
         if let failure { throw failure }
@@ -70,8 +97,25 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
                 return try body()
             } catch {
                 // The engine's stack holds one savepoint per outermost call: this call's is on top.
-                do { try writer.rollbackToSavepoint() } catch let undoError {
-                    failure = LocalStoreError(.ioError, "a failed call could not be undone (\(undoError)); the transaction can only roll back")
+                do { try writer.rollbackToSavepoint() } catch let undoError { undoFailed(undoError) }
+                throw error
+            }
+        }
+        if restarts {
+            let mark = redo.count
+            frames += 1
+            defer { frames -= 1 }
+            do {
+                return try body()
+            } catch {
+                do {
+                    redo.removeSubrange(mark...)
+                    try writer.restart()
+                    for (key, value) in redo {
+                        if let value { try writer.put(key, value) } else { try writer.delete(key) }
+                    }
+                } catch let undoError {
+                    undoFailed(undoError)
                 }
                 throw error
             }
@@ -92,7 +136,7 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
                     if let old { try writer.put(key, old) } else { try writer.delete(key) }
                 }
             } catch let undoError {
-                failure = LocalStoreError(.ioError, "a failed call could not be undone (\(undoError)); the transaction can only roll back")
+                undoFailed(undoError)
             }
             throw error
         }
@@ -163,13 +207,10 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
         // Ordered only when the query cuts them (skip, top): otherwise every match goes, in any order.
         if resolved.top != nil || resolved.skip > 0 { matches = resolved.order(matches).rows }
         try atomically {
-            // Each row as just read: its index entries are found from it, without reading it again.
-            var deleted = Set<[UInt8]>()
-            for row in matches {
-                let idKey = KeyCodec.idKey(row[table.schema.idIndex])
-                if deleted.insert(idKey).inserted { _ = try deleteRow(table, idKey: idKey, row: row) }
-            }
-            try adjustRowCount(table, by: -deleted.count)
+            // Each row as just read (`matches` yields each row once): its index entries are found from it,
+            // without reading it again.
+            for row in matches { _ = try deleteRow(table, idKey: KeyCodec.idKey(row[table.schema.idIndex]), row: row) }
+            try adjustRowCount(table, by: -matches.count)
         }
         return (table.schema.name, matches.count)
     }
@@ -213,6 +254,8 @@ final class KVTransaction<Writer: OrderedKeyValueWriter>: LocalStoreTransaction,
             throw LocalStoreError(.misuse, "a transaction was used from another thread than its write body's")
         }
         guard isActive else { throw LocalStoreError(.misuse, "a transaction was used after its write body returned") }
+        // A failed undo leaves the engine's transaction in no state to read (a restart that could not begin again).
+        if let failure = writes.failure { throw failure }
     }
 
     func schema(of table: String) throws -> TableSchema? {

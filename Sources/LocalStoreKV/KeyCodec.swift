@@ -35,6 +35,26 @@ public enum KeyCodec {
         public static let noCase: UInt8 = 0x70
     }
 
+    // MARK: Key order
+
+    /// Whether key `a` sorts before key `b` in the order the toolkit's keys are built for: `memcmp` on the
+    /// common length, then the shorter first (LMDB's, RocksDB's and LevelDB's default order). An engine's
+    /// ``OrderedKeyValueReader/scan(from:to:reverse:_:)`` can check its bounds with it: one `memcmp`, where
+    /// `lexicographicallyPrecedes` compares byte by byte through the generic sequence code.
+    @inlinable @inline(__always) public static func precedes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        let n = min(a.count, b.count)
+        if n > 0, let pa = a.baseAddress, let pb = b.baseAddress {
+            let c = memcmp(pa, pb, n)
+            if c != 0 { return c < 0 }
+        }
+        return a.count < b.count
+    }
+
+    /// ``precedes(_:_:)`` with `b` in an array.
+    @inlinable @inline(__always) public static func precedes(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Bool {
+        b.withUnsafeBytes { precedes(a, $0) }
+    }
+
     // MARK: Scalars
 
     /// Appends `v` as 8 big-endian bytes (byte order equals numeric order).

@@ -163,16 +163,6 @@ final class TxnContext {
         return try KeyCodec.primaryKey(ofIndexEntry: key, value: value, index)
     }
 
-    /// `memcmp` order with the shorter first on a common prefix (LMDB's default key order).
-    @inline(__always) static func precedes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
-        let n = min(a.count, b.count)
-        if n > 0, let pa = a.baseAddress, let pb = b.baseAddress {
-            let c = memcmp(pa, pb, n)
-            if c != 0 { return c < 0 }
-        }
-        return a.count < b.count
-    }
-
     /// The number of keys `lower <= key < upper` (stored-key space) of `dbi`, counting no further
     /// than `limit`.
     func countKeys(_ dbi: MDB_dbi, lower: [UInt8]?, upper: [UInt8]?, limit: Int) throws -> Int {
@@ -228,7 +218,7 @@ final class TxnContext {
             rc = lower.map(seek) ?? mdb_cursor_get(cursor, &kv, &dv, MDB_FIRST)
             while rc == 0 {
                 let key = UnsafeRawBufferPointer(start: kv.mv_data, count: kv.mv_size)
-                if let upper, !upper.withUnsafeBytes({ TxnContext.precedes(key, $0) }) { return }
+                if let upper, !KeyCodec.precedes(key, upper) { return }
                 guard try visit(key, try entryValue(key, dv, index)) else { return }
                 rc = mdb_cursor_get(cursor, &kv, &dv, MDB_NEXT)
             }
@@ -245,7 +235,7 @@ final class TxnContext {
             }
             while rc == 0 {
                 let key = UnsafeRawBufferPointer(start: kv.mv_data, count: kv.mv_size)
-                if let lower, lower.withUnsafeBytes({ TxnContext.precedes(key, $0) }) { return }
+                if let lower, KeyCodec.precedes(key, lower) { return }
                 guard try visit(key, try entryValue(key, dv, index)) else { return }
                 rc = mdb_cursor_get(cursor, &kv, &dv, MDB_PREV)
             }
@@ -722,7 +712,7 @@ final class TxnContext {
             }
             while rc == 0 {
                 let k = UnsafeRawBufferPointer(start: kv.mv_data, count: kv.mv_size)
-                if let upper = s.upper, !upper.withUnsafeBytes({ TxnContext.precedes(k, $0) }) { break }
+                if let upper = s.upper, !KeyCodec.precedes(k, upper) { break }
                 // The primary key is copied: the page holding it changes when the entry is deleted.
                 pk.removeAll(keepingCapacity: true)
                 let record: UnsafeRawBufferPointer
@@ -1068,11 +1058,11 @@ struct RangeCursor {
         }
         let key = UnsafeRawBufferPointer(start: kv.mv_data, count: kv.mv_size)
         if !descending {
-            if let upper, !upper.withUnsafeBytes({ TxnContext.precedes(key, $0) }) {
+            if let upper, !KeyCodec.precedes(key, upper) {
                 done = true
                 return nil
             }
-        } else if let lower, lower.withUnsafeBytes({ TxnContext.precedes(key, $0) }) {
+        } else if let lower, KeyCodec.precedes(key, lower) {
             done = true
             return nil
         }

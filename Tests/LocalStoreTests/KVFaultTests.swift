@@ -3,17 +3,23 @@ import LocalStore
 import LocalStoreKV
 import Testing
 
+/// How the engine under test undoes: not at all (KVStore's undo log), by savepoints, or by restarts.
+enum UndoMode: CaseIterable, Sendable {
+    case log, savepoints, restarts
+}
+
 /// `InMemoryKVEngine` with faults on demand: the `failFrom`-th put from now fails (counted from 0), and
-/// every later one too when `failForever`; a rollback to a savepoint fails when `failRollback`. KVStore's undo — the engine's
-/// savepoints or its own log — is held to "a failed call leaves its transaction as before it", for every put
-/// a call can fail at; and a failed undo to "the transaction can only roll back".
+/// every later one too when `failForever`; a rollback to a savepoint, or a restart, fails when `failRollback`.
+/// KVStore's undo — the engine's savepoints, a restart and replay, or its own log — is held to "a failed
+/// call leaves its transaction as before it", for every put a call can fail at; and a failed undo to "the
+/// transaction can only roll back".
 private final class FaultEngine: OrderedKeyValueEngine, @unchecked Sendable {  // used from one thread per test
     let base: InMemoryKVEngine
     var failFrom: Int?
     var failForever = false
     var failRollback = false
 
-    init(savepoints: Bool) { base = InMemoryKVEngine(savepoints: savepoints) }
+    init(_ mode: UndoMode) { base = InMemoryKVEngine(savepoints: mode == .savepoints, restarts: mode == .restarts) }
 
     func read<R>(_ body: (InMemoryKVEngine.Snapshot) throws -> R) throws -> R { try base.read(body) }
     func write<R>(_ body: (Writer) throws -> R) throws -> R { try base.write { try body(Writer(base: $0, engine: self)) } }
@@ -46,10 +52,15 @@ private final class FaultEngine: OrderedKeyValueEngine, @unchecked Sendable {  /
             if engine.failRollback { throw LocalStoreError(.ioError, "injected rollback failure") }
             try base.rollbackToSavepoint()
         }
+        var canRestart: Bool { base.canRestart }
+        func restart() throws {
+            if engine.failRollback { throw LocalStoreError(.ioError, "injected restart failure") }
+            try base.restart()
+        }
     }
 }
 
-@Suite("KVStore: a call that fails after it wrote is undone, by savepoints and by the undo log")
+@Suite("KVStore: a call that fails after it wrote is undone, by savepoints, by a restart and by the undo log")
 struct KVFaultTests {
     private static let schema = TableSchema(
         "T", ["id": .string, "n": .integer, "s": .string], indexed: ["n"], indexes: [TableIndex(name: "sn", columns: ["s", "n"])])
@@ -71,8 +82,8 @@ struct KVFaultTests {
         return rows.map { "\($0)" }.sorted()
     }
 
-    private static func seeded(savepoints: Bool) throws -> (FaultEngine, KVStore<FaultEngine>) {
-        let engine = FaultEngine(savepoints: savepoints)
+    private static func seeded(_ mode: UndoMode) throws -> (FaultEngine, KVStore<FaultEngine>) {
+        let engine = FaultEngine(mode)
         let store = try KVStore(engine: engine)
         try store.defineTable(schema)
         try store.upsert([["id": "a", "n": 1, "s": "x"], ["id": "b", "n": 2, "s": "y"]], into: "T")
@@ -81,11 +92,11 @@ struct KVFaultTests {
 
     @Test(
         "a call failing at any put, in a write body or a nested write that goes on, is undone, and the rest commits",
-        arguments: [false, true], [false, true])
-    func call(savepoints: Bool, nested: Bool) throws {
+        arguments: UndoMode.allCases, [false, true])
+    func call(mode: UndoMode, nested: Bool) throws {
         var failures = 0
         for failAt in 0..<10 {
-            let (engine, store) = try Self.seeded(savepoints: savepoints)
+            let (engine, store) = try Self.seeded(mode)
             var failed = false
             func body(_ tx: any LocalStoreTransaction) throws {
                 try tx.upsert([["id": "c", "n": 3]], into: "T")
@@ -108,11 +119,11 @@ struct KVFaultTests {
         #expect(failures > 3, "the injected failures must hit the call")
     }
 
-    @Test("a nested write failing at any put leaves nothing of it, the queue included", arguments: [false, true])
-    func nestedWrite(savepoints: Bool) throws {
+    @Test("a nested write failing at any put leaves nothing of it, the queue included", arguments: UndoMode.allCases)
+    func nestedWrite(mode: UndoMode) throws {
         var failures = 0
         for failAt in 0..<16 {
-            let (engine, store) = try Self.seeded(savepoints: savepoints)
+            let (engine, store) = try Self.seeded(mode)
             let queued = try store.pendingOperations().count
             var failed = false
             try store.write { tx in
@@ -141,11 +152,11 @@ struct KVFaultTests {
         #expect(failures > 5, "the injected failures must hit the nested write")
     }
 
-    @Test("a composite call failing at any put, in a write body or on its own, leaves nothing of it", arguments: [false, true])
-    func compositeCall(savepoints: Bool) throws {
+    @Test("a composite call failing at any put, in a write body or on its own, leaves nothing of it", arguments: UndoMode.allCases)
+    func compositeCall(mode: UndoMode) throws {
         var failures = 0
         for failAt in 0..<8 {
-            let (engine, store) = try Self.seeded(savepoints: savepoints)
+            let (engine, store) = try Self.seeded(mode)
             var failed = false
             try store.write { tx in
                 let before = try Self.state(tx)
@@ -174,9 +185,9 @@ struct KVFaultTests {
         #expect(failures > 3, "the injected failures must hit the composite call")
     }
 
-    @Test("an undo that fails: the transaction can only roll back, and commits nothing", arguments: [false, true])
-    func failedUndo(savepoints: Bool) throws {
-        let (engine, store) = try Self.seeded(savepoints: savepoints)
+    @Test("an undo that fails: the transaction can only roll back, and commits nothing", arguments: UndoMode.allCases)
+    func failedUndo(mode: UndoMode) throws {
+        let (engine, store) = try Self.seeded(mode)
         let before = try Self.state(store)
         var refused = false
         do {
@@ -185,14 +196,15 @@ struct KVFaultTests {
                 do {
                     try tx.performWrite { inner in
                         try inner.upsert([["id": "d", "n": 4], ["id": "b", "n": 8]], into: "T")
-                        // With savepoints the rollback fails; with the undo log, its puts do.
-                        if savepoints { engine.failRollback = true } else { (engine.failFrom, engine.failForever) = (0, true) }
+                        // With savepoints the rollback fails, with restarts the restart; with the undo log, its puts do.
+                        if mode == .log { (engine.failFrom, engine.failForever) = (0, true) } else { engine.failRollback = true }
                         throw Boom()
                     }
                 } catch is Boom {}
                 (engine.failRollback, engine.failFrom, engine.failForever) = (false, nil, false)
-                // The body swallowed the error: every later call is refused, and so is the commit.
+                // The body swallowed the error: every later call is refused, reads too, and so is the commit.
                 #expect(throws: LocalStoreError.self) { try tx.upsert([["id": "e", "n": 5]], into: "T") }
+                #expect(throws: LocalStoreError.self) { try tx.read(Query("T")) }
             }
         } catch is LocalStoreError {
             refused = true

@@ -33,3 +33,18 @@ struct KVStoreSavepointConformanceTests {
         try check.run(Self.factory)
     }
 }
+
+/// The same with restarts (``OrderedKeyValueWriter/canRestart``, no savepoints): `KVStore` keeps what the
+/// transaction wrote, and a failed call, rolled-back nested write or refused input restarts the engine's
+/// transaction and replays the writes made before it.
+@Suite("KVStore on InMemoryKVEngine with restarts: the whole conformance suite")
+struct KVStoreRestartConformanceTests {
+    static let factory = StoreFactory(name: "kv-memory-restarts", isPersistent: false) { _ in
+        try KVStore(engine: InMemoryKVEngine(restarts: true))
+    }
+
+    @Test("conformance check", arguments: ConformanceSuite.completeSuite)
+    func conforms(_ check: ConformanceCheck) throws {
+        try check.run(Self.factory)
+    }
+}

@@ -193,7 +193,7 @@ public final class RocksDBEngine: OrderedKeyValueEngine, @unchecked Sendable {  
             }
             while rocksdb_iter_valid(iterator) != 0 {
                 let key = bytes { rocksdb_iter_key(iterator, $0) }
-                if reverse ? key.lexicographicallyPrecedes(lower) : upper.map({ !key.lexicographicallyPrecedes($0) }) ?? false { break }
+                if reverse ? KeyCodec.precedes(key, lower) : upper.map({ !KeyCodec.precedes(key, $0) }) ?? false { break }
                 guard try body(key, bytes { rocksdb_iter_value(iterator, $0) }) else { break }
                 if reverse { rocksdb_iter_prev(iterator) } else { rocksdb_iter_next(iterator) }
             }

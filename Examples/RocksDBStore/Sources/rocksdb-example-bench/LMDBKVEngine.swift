@@ -43,55 +43,91 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
         throw LocalStoreError(code, "LMDB could not \(what): \(String(cString: mdb_strerror(rc)))")
     }
 
-    /// Read transactions ended with `mdb_txn_reset`, renewed by the next read (as `LMDBStore` reuses its own).
-    private var spareReads: [OpaquePointer] = []
+    /// Read transactions ended with `mdb_txn_reset`, renewed by the next read (as `LMDBStore` reuses its own),
+    /// each in the cell its `Access` reads it from.
+    private var spareReads: [UnsafeMutablePointer<OpaquePointer?>] = []
     private let spareLock = NSLock()
 
     func read<R>(_ body: (Access) throws -> R) throws -> R {
-        let txn: OpaquePointer
+        let cell: UnsafeMutablePointer<OpaquePointer?>
         if let spare = spareLock.withLock({ spareReads.popLast() }) {
-            let rc = mdb_txn_renew(spare)
+            let rc = mdb_txn_renew(spare.pointee)
             guard rc == 0 else {
-                mdb_txn_abort(spare)
+                mdb_txn_abort(spare.pointee)
+                spare.deallocate()
                 try Self.check(rc, "renew a read")
                 throw LocalStoreError(.internal, "unreachable")
             }
-            txn = spare
+            cell = spare
         } else {
             var begun: OpaquePointer?
             try Self.check(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &begun), "begin a read")
             guard let begun else { throw LocalStoreError(.internal, "mdb_txn_begin returned no transaction") }
-            txn = begun
+            cell = .allocate(capacity: 1)
+            cell.initialize(to: begun)
         }
         defer {
-            mdb_txn_reset(txn)
-            spareLock.withLock { spareReads.append(txn) }
+            mdb_txn_reset(cell.pointee)
+            spareLock.withLock { spareReads.append(cell) }
         }
-        return try body(Access(txn: txn, dbi: dbi))
+        return try body(Access(cell: cell, env: env, dbi: dbi))
     }
 
     func write<R>(_ body: (Access) throws -> R) throws -> R {
         var txn: OpaquePointer?
         try Self.check(mdb_txn_begin(env, nil, 0, &txn), "begin a write")
+        // The transaction in a cell: a restart replaces it.
+        let cell = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: 1)
+        cell.initialize(to: txn)
+        defer { cell.deallocate() }
         let result: R
         do {
-            result = try body(Access(txn: txn, dbi: dbi))
+            result = try body(Access(cell: cell, env: env, dbi: dbi))
         } catch {
-            mdb_txn_abort(txn)
+            if let txn = cell.pointee { mdb_txn_abort(txn) }
             throw error
         }
+        guard let txn = cell.pointee else { throw LocalStoreError(.internal, "the write transaction ended before its commit") }
         try Self.check(mdb_txn_commit(txn), "commit")
         return result
     }
 
     func close() throws {
-        for txn in spareLock.withLock({ () -> [OpaquePointer] in defer { spareReads.removeAll() }; return spareReads }) { mdb_txn_abort(txn) }
+        for cell in spareLock.withLock({ () -> [UnsafeMutablePointer<OpaquePointer?>] in defer { spareReads.removeAll() }; return spareReads }) {
+            mdb_txn_abort(cell.pointee)
+            cell.deallocate()
+        }
         mdb_env_close(env)
     }
 
     struct Access: OrderedKeyValueWriter {
-        let txn: OpaquePointer?
+        let cell: UnsafeMutablePointer<OpaquePointer?>
+        let env: OpaquePointer
         let dbi: MDB_dbi
+        /// The transaction; `nil` (an error) after a restart that could not begin again.
+        var txn: OpaquePointer {
+            get throws {
+                guard let txn = cell.pointee else { throw LocalStoreError(.ioError, "the write transaction could not begin again") }
+                return txn
+            }
+        }
+
+        /// A write transaction begins again by `mdb_txn_abort` and `mdb_txn_begin`, on the same state when
+        /// no other writer committed in between: the new transaction's id is then the old one's.
+        var canRestart: Bool { true }
+
+        func restart() throws {
+            let old = try txn
+            let id = mdb_txn_id(old)
+            mdb_txn_abort(old)
+            cell.pointee = nil
+            var fresh: OpaquePointer?
+            try LMDBKVEngine.check(mdb_txn_begin(env, nil, 0, &fresh), "begin the write again")
+            cell.pointee = fresh
+            guard mdb_txn_id(fresh) == id else {
+                throw LocalStoreError(.busy, "another writer committed while a failed call was undone: the transaction cannot go on")
+            }
+        }
 
         /// Calls `body` with `bytes` as an `MDB_val` (LMDB only reads a key or value it is given).
         private func withVal<R>(_ bytes: [UInt8], _ body: (inout MDB_val) throws -> R) rethrows -> R {
@@ -102,13 +138,14 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
         }
 
         /// The id of the last commit this transaction sees (a read's), or of the write it is.
-        var snapshotNumber: UInt64? { UInt64(mdb_txn_id(txn)) }
+        var snapshotNumber: UInt64? { cell.pointee.map { UInt64(mdb_txn_id($0)) } }
 
         func get(_ key: [UInt8]) throws -> [UInt8]? { try withValue(key) { $0.map { Array($0) } } }
 
         /// The value in LMDB's memory map: no copy.
         func withValue<R>(_ key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
             var data = MDB_val()
+            let txn = try txn
             let rc = withVal(key) { mdb_get(txn, dbi, &$0, &data) }
             if rc == MDB_NOTFOUND { return try body(nil) }
             try LMDBKVEngine.check(rc, "get")
@@ -119,7 +156,7 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
             from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
         ) throws {
             var cursor: OpaquePointer?
-            try LMDBKVEngine.check(mdb_cursor_open(txn, dbi, &cursor), "open a cursor")
+            try LMDBKVEngine.check(mdb_cursor_open(try txn, dbi, &cursor), "open a cursor")
             defer { mdb_cursor_close(cursor) }
             var key = MDB_val()
             var data = MDB_val()
@@ -143,7 +180,7 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
             }
             while rc == 0 {
                 let k = UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size)
-                if reverse ? k.lexicographicallyPrecedes(lower) : upper.map({ !k.lexicographicallyPrecedes($0) }) ?? false { return }
+                if reverse ? KeyCodec.precedes(k, lower) : upper.map({ !KeyCodec.precedes(k, $0) }) ?? false { return }
                 guard try body(k, UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size)) else { return }
                 rc = mdb_cursor_get(cursor, &key, &data, reverse ? MDB_PREV : MDB_NEXT)
             }
@@ -151,12 +188,14 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
         }
 
         func put(_ key: [UInt8], _ value: [UInt8]) throws {
+            let txn = try txn
             try withVal(key) { k in
                 try withVal(value) { v in try LMDBKVEngine.check(mdb_put(txn, dbi, &k, &v, 0), "put") }
             }
         }
 
         func delete(_ key: [UInt8]) throws {
+            let txn = try txn
             let rc = withVal(key) { mdb_del(txn, dbi, &$0, nil) }
             if rc != MDB_NOTFOUND { try LMDBKVEngine.check(rc, "delete") }
         }
