@@ -109,6 +109,39 @@ public protocol OrderedKeyValueWriter: OrderedKeyValueReader {
     /// `KVStore` refuses every later call of the transaction and its commit, so the body's work is rolled
     /// back whole.
     func restart() throws
+
+    /// Whether the engine may begin the transaction again on its own, throwing ``OrderedKeyValueRestarted``
+    /// from a put, a delete or the commit (the default: no). `KVStore` then keeps every write of every write
+    /// transaction until it commits, a store call's too (a replay needs them all); otherwise only those of a
+    /// write body, which a failed call's undo replays. Keeping them costs a store call a few percent (the
+    /// bench's batch upsert on LMDB: 7%), so an engine declares it only when it restarts (LMDB with a map
+    /// that grows; not with a map sized once).
+    var restartsOnItsOwn: Bool { get }
+}
+
+/// Thrown by an engine whose writers can restart (``OrderedKeyValueWriter/canRestart``) when its write
+/// transaction had to begin again and lost its writes — LMDB's map was full, and has been grown:
+///
+/// - from ``OrderedKeyValueWriter/put(_:_:)`` or ``OrderedKeyValueWriter/delete(_:)``: the transaction
+///   has begun again, on the committed state it began on, and the failed write was not made. `KVStore`
+///   writes again everything the transaction wrote, the failed write last, and the body goes on without
+///   noticing.
+/// - from ``OrderedKeyValueEngine/write(_:)`` after its body returned (the commit found the map full):
+///   nothing was committed. `KVStore` begins a new write transaction and writes again everything the
+///   first one wrote, without running the body again; when another writer committed in between (the
+///   new transaction does not begin on the same state), the write fails with `busy` and commits nothing.
+///
+/// So that a replay is possible, the engine declares it (``OrderedKeyValueWriter/restartsOnItsOwn``), and
+/// `KVStore` keeps every put and delete of each write transaction until it commits (the keys and values it
+/// wrote: no read). An engine that cannot begin again on the same state throws another error instead, and
+/// the transaction fails; so does one that restarts a transaction without declaring it, where `KVStore`
+/// kept nothing to replay.
+public struct OrderedKeyValueRestarted: Error, Sendable {
+    /// Why the transaction began again, for messages (for example "the map grew to 64 MiB").
+    public var reason: String
+
+    /// A restart, with its reason.
+    public init(_ reason: String = "the engine began the transaction again") { self.reason = reason }
 }
 
 extension OrderedKeyValueWriter {
@@ -122,4 +155,6 @@ extension OrderedKeyValueWriter {
     public var canRestart: Bool { false }
     /// Refused: the transaction cannot restart.
     public func restart() throws { throw LocalStoreError(.internal, "this engine's transactions cannot restart") }
+    /// No restarts of its own.
+    public var restartsOnItsOwn: Bool { false }
 }

@@ -10,6 +10,8 @@ import LocalStore
 /// - With the engine's restarts (and no savepoints), every put and delete of the transaction is kept (the
 ///   key and value as written: no read); a failed call restarts the engine's transaction and writes again
 ///   what was written before the call. A failure costs a replay of the transaction so far (as LMDBStore's).
+///   The same replay answers an engine that began the transaction again on its own
+///   (``OrderedKeyValueRestarted``: LMDB's map grew).
 /// - Otherwise, every atomic call undoes from the log of what its writes replaced.
 ///
 /// Inside a composite body (``compositely(_:)``, ``unguarded(_:)``), whose failure undoes all of it, the
@@ -20,7 +22,7 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
     /// Whether the engine undoes writes (``OrderedKeyValueWriter/hasSavepoints``).
     private let engineSavepoints: Bool
     /// Whether a failed call restarts the engine's transaction and replays ``redo`` (``OrderedKeyValueWriter/canRestart``).
-    private let restarts: Bool
+    let restarts: Bool
     /// Whether an atomic call running set an engine savepoint (the outermost one does, with engine savepoints).
     private var inSavepoint = false
     /// The atomic calls running that undo their writes from the log (``atomically(_:)``).
@@ -29,9 +31,18 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
     private var composites = 0
     /// What each write replaced, kept while an atomic call that undoes from it runs.
     private var undo: [(key: [UInt8], old: [UInt8]?)] = []
-    /// With restarts: every put (key, value) and delete (key, `nil`) of the transaction, in order, except
+    /// One put (key, value) or delete (key, `nil`).
+    typealias Write = (key: [UInt8], value: [UInt8]?)
+    /// With restarts: every put and delete of the transaction, in order (a replay after a restart, the
+    /// engine's or a failed call's, writes them again) — except, unless the engine restarts on its own,
     /// those of a transaction unguarded from its start (a store call's, which no call undoes).
-    private var redo: [(key: [UInt8], value: [UInt8]?)] = []
+    private(set) var redo: [Write] = []
+    /// Whether ``redo`` holds every write of the transaction.
+    private(set) var redoIsComplete = true
+    /// Whether the engine may restart the transaction on its own (``OrderedKeyValueWriter/restartsOnItsOwn``).
+    private let keepsEverything: Bool
+    /// How many times in a row the engine may begin a transaction again before the write fails.
+    static var restartLimit: Int { 64 }
     /// Set when undoing failed: the transaction can then only roll back.
     private(set) var failure: LocalStoreError?
 
@@ -40,29 +51,48 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
         self.catalog = catalog
         engineSavepoints = writer.hasSavepoints
         restarts = !engineSavepoints && writer.canRestart
+        keepsEverything = restarts && writer.restartsOnItsOwn
     }
 
     var reads: KVReads { KVReads(reader: writer, catalog: catalog) }
 
     /// Whether a write must be logged: while an atomic call that undoes from the log runs.
     private var logging: Bool { frames > 0 }
-    /// Whether a write must be kept for a replay: unless the transaction runs unguarded from its start.
-    private var keeping: Bool { composites == 0 || frames > 0 }
+
+    /// Whether a write must be kept for a replay: always when the engine restarts on its own, else unless the
+    /// transaction runs unguarded from its start.
+    private var keeping: Bool { keepsEverything || composites == 0 || frames > 0 }
+
+    /// Keeps `write` when it must be kept (else ``redo`` is no longer complete).
+    private func keep(_ write: Write) {
+        if keeping { redo.append(write) } else { redoIsComplete = false }
+    }
+
+    /// Answers a restart of the engine's own (`restarted`): writes again everything the transaction wrote.
+    private func replayAfter(_ restarted: OrderedKeyValueRestarted) throws {
+        guard redoIsComplete else {
+            throw LocalStoreError(
+                .ioError, "the engine began a write transaction again (\(restarted.reason)) without declaring restartsOnItsOwn: its writes are lost")
+        }
+        try Self.replay(redo, on: writer, restarted)
+    }
 
     func put(_ key: [UInt8], _ value: [UInt8]) throws {
         if restarts {
-            if keeping { redo.append((key, value)) }
-        } else if logging {
-            undo.append((key, try writer.get(key)))
+            keep((key, value))
+            do { try writer.put(key, value) } catch let restarted as OrderedKeyValueRestarted { try replayAfter(restarted) }
+            return
         }
+        if logging { undo.append((key, try writer.get(key))) }
         try writer.put(key, value)
     }
 
     /// Deletes `key`, which the caller read from the store (a row or an index entry of a row it read).
     func delete(_ key: [UInt8]) throws {
         if restarts {
-            if keeping { redo.append((key, nil)) }
-            return try writer.delete(key)
+            keep((key, nil))
+            do { try writer.delete(key) } catch let restarted as OrderedKeyValueRestarted { try replayAfter(restarted) }
+            return
         }
         guard logging else { return try writer.delete(key) }
         guard let old = try writer.get(key) else { return }
@@ -78,6 +108,25 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
         var bytes: [UInt8] = []
         KeyCodec.appendBigEndian(UInt64(max(0, count.overflow ? Int.max : count.partialValue)), into: &bytes)
         try put(key, bytes)
+    }
+
+    /// Writes `writes` again on `writer`, whose transaction began again (`restarted`: why, when the engine
+    /// did it), and again each time the engine begins it again meanwhile, up to ``restartLimit`` times.
+    static func replay(_ writes: [Write], on writer: Writer, _ restarted: OrderedKeyValueRestarted? = nil) throws {
+        var restarts = restarted == nil ? 0 : 1
+        while true {
+            do {
+                for (key, value) in writes {
+                    if let value { try writer.put(key, value) } else { try writer.delete(key) }
+                }
+                return
+            } catch let again as OrderedKeyValueRestarted {
+                restarts += 1
+                guard restarts < restartLimit else {
+                    throw LocalStoreError(.ioError, "the engine began the write transaction again \(restarts) times in a row (\(again.reason))")
+                }
+            }
+        }
     }
 
     /// Records that undoing failed (`undoError`): the transaction can then only roll back.
@@ -111,9 +160,7 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
                 do {
                     redo.removeSubrange(mark...)
                     try writer.restart()
-                    for (key, value) in redo {
-                        if let value { try writer.put(key, value) } else { try writer.delete(key) }
-                    }
+                    try Self.replay(redo, on: writer)
                 } catch let undoError {
                     undoFailed(undoError)
                 }
@@ -365,7 +412,7 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
         self.coveringIndexes = coveringIndexes
         self.systemTableNames = systemTableNames
         tracker = CommitTracker(center: changeCenter)
-        let catalog = try engine.write { writer -> KVCatalog in
+        let catalog = try restarting { try engine.write { writer -> KVCatalog in
             var catalog = try KVCatalog.load(writer)
             for schema in systemTableNames.schemas where catalog.tables[Identifier.fold(schema.name)] == nil {
                 let record = KVTableRecord(number: catalog.nextTableNumber, schema: schema, specs: [])
@@ -418,7 +465,7 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
                 if count > 0 { try KVCatalog.writeNumber(UInt64(count), KVKeys.rowCount(table.number), writer) }
             }
             return catalog
-        }
+        } }
         cachedCatalog = catalog
         changeCenter.setExternalChangeProbe(interval: Self.externalChangePollInterval) { [weak self] baseline in
             self?.probeCommits(baseline: baseline)
@@ -531,20 +578,35 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
             var began: ChangeCollector?
             var changes: ChangeCollector?
             var commit = 0
+            // When the engine can restart: the body's result, every write of the transaction and the commit
+            // counter it began on, for a replay when the commit restarts (``OrderedKeyValueRestarted``).
+            var finished: (result: R, writes: [KVWrites<Engine.Writer>.Write], counter: UInt64)?
             do {
-                let result = try engine.write { writer -> R in
-                    // This write's commit number: what other store objects committed before it is published first.
-                    let counter = try KVCatalog.readNumber(KVKeys.commits, writer)
-                    commit = Int(clamping: counter &+ 1)
-                    began = tracker.writeBegan(txnId: commit)
-                    let writes = KVWrites(writer, catalog: try catalog(writer))
-                    let transaction = KVTransaction(writes, systemTableNames: systemTableNames, changes: began)
-                    defer { transaction.end() }
-                    let result = try composite ? writes.unguarded { try body(transaction) } : body(transaction)
-                    if let failure = writes.failure { throw failure }
-                    changes = transaction.changes
-                    try KVCatalog.writeNumber(counter &+ 1, KVKeys.commits, writer)
-                    return result
+                let result: R
+                do {
+                    result = try engine.write { writer -> R in
+                        // This write's commit number: what other store objects committed before it is published first.
+                        let counter = try KVCatalog.readNumber(KVKeys.commits, writer)
+                        commit = Int(clamping: counter &+ 1)
+                        began = tracker.writeBegan(txnId: commit)
+                        let writes = KVWrites(writer, catalog: try catalog(writer))
+                        let transaction = KVTransaction(writes, systemTableNames: systemTableNames, changes: began)
+                        defer { transaction.end() }
+                        let result = try composite ? writes.unguarded { try body(transaction) } : body(transaction)
+                        if let failure = writes.failure { throw failure }
+                        changes = transaction.changes
+                        var next: [UInt8] = []
+                        KeyCodec.appendBigEndian(counter &+ 1, into: &next)
+                        try writes.put(KVKeys.commits, next)
+                        if writes.restarts && writes.redoIsComplete { finished = (result, writes.redo, counter) }
+                        return result
+                    }
+                } catch let restarted as OrderedKeyValueRestarted {
+                    guard let done = finished else {
+                        throw LocalStoreError(.ioError, "the engine began a write transaction again where it cannot be replayed (\(restarted.reason))")
+                    }
+                    try replayCommit(done.writes, counter: done.counter, restarted)
+                    result = done.result
                 }
                 tracker.committed(txnId: commit, changes)
                 return result
@@ -555,13 +617,51 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
         }
     }
 
+    /// Commits `writes` in a new write transaction, after the engine began the commit of the transaction
+    /// that wrote them again (`restarted`): on the same committed state (its commit counter, `counter`),
+    /// or not at all (`busy`).
+    private func replayCommit(_ writes: [KVWrites<Engine.Writer>.Write], counter: UInt64, _ restarted: OrderedKeyValueRestarted) throws {
+        var restarts = 1
+        while true {
+            do {
+                return try engine.write { writer in
+                    guard try KVCatalog.readNumber(KVKeys.commits, writer) == counter else {
+                        throw LocalStoreError(.busy, "another writer committed while the engine began this transaction's commit again (\(restarted.reason)): nothing was committed")
+                    }
+                    try KVWrites<Engine.Writer>.replay(writes, on: writer)
+                }
+            } catch let again as OrderedKeyValueRestarted {
+                restarts += 1
+                guard restarts < KVWrites<Engine.Writer>.restartLimit else {
+                    throw LocalStoreError(.ioError, "the engine began the write transaction again \(restarts) times in a row (\(again.reason))")
+                }
+            }
+        }
+    }
+
+    /// Runs `body` (a write transaction of the store's own: opening, a definition) again each time the
+    /// engine began it again (``OrderedKeyValueRestarted``), up to the limit.
+    private func restarting<T>(_ body: () throws -> T) throws -> T {
+        var restarts = 0
+        while true {
+            do {
+                return try body()
+            } catch let restarted as OrderedKeyValueRestarted {
+                restarts += 1
+                guard restarts < KVWrites<Engine.Writer>.restartLimit else {
+                    throw LocalStoreError(.ioError, "the engine began the write transaction again \(restarts) times in a row (\(restarted.reason))")
+                }
+            }
+        }
+    }
+
     public func defineTable(_ schema: TableSchema) throws {
         try exclusively {
             guard !systemTableNames.isReserved(schema.name) else {
                 throw LocalStoreError(.reservedName, "'\(schema.name)' is the name of a system table", table: schema.name)
             }
             try schema.validate()
-            try engine.write { writer in
+            try restarting { try engine.write { writer in
                 var catalog = try catalog(writer)
                 let existing = catalog.tables[Identifier.fold(schema.name)]
                 let merged = try existing.map { try $0.schema.merged(with: schema) } ?? schema
@@ -581,7 +681,7 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
                 if existing != nil, !added.isEmpty { try Self.index(table, added, writer) }
                 catalog.version += 1
                 try KVCatalog.write(table.record, version: catalog.version, writer)
-            }
+            } }
         }
     }
 

@@ -18,11 +18,34 @@ private final class FaultEngine: OrderedKeyValueEngine, @unchecked Sendable {  /
     var failFrom: Int?
     var failForever = false
     var failRollback = false
+    /// The engine begins the transaction again on its own (``OrderedKeyValueRestarted``, as LMDB when its map
+    /// grows) at the `restartFrom`-th put or delete from now (counted from 0; restarts mode only) …
+    var restartFrom: Int?
+    /// … and at the next `restartCommits` commits, running `onCommitRestart` after each (another writer, say).
+    var restartCommits = 0
+    var onCommitRestart: (() throws -> Void)?
+    /// Whether the writers declare their own restarts (``OrderedKeyValueWriter/restartsOnItsOwn``).
+    var declaresRestarts = true
+    private struct CommitRestart: Error {}
 
     init(_ mode: UndoMode) { base = InMemoryKVEngine(savepoints: mode == .savepoints, restarts: mode == .restarts) }
 
     func read<R>(_ body: (InMemoryKVEngine.Snapshot) throws -> R) throws -> R { try base.read(body) }
-    func write<R>(_ body: (Writer) throws -> R) throws -> R { try base.write { try body(Writer(base: $0, engine: self)) } }
+    func write<R>(_ body: (Writer) throws -> R) throws -> R {
+        do {
+            return try base.write { transaction in
+                let result = try body(Writer(base: transaction, engine: self))
+                if restartCommits > 0 {
+                    restartCommits -= 1
+                    throw CommitRestart()  // the base commits nothing
+                }
+                return result
+            }
+        } catch is CommitRestart {
+            try onCommitRestart?()
+            throw OrderedKeyValueRestarted("injected restart of a commit")
+        }
+    }
     func close() throws {}
 
     struct Writer: OrderedKeyValueWriter {
@@ -35,7 +58,18 @@ private final class FaultEngine: OrderedKeyValueEngine, @unchecked Sendable {  /
         ) throws {
             try base.scan(from: lower, to: upper, reverse: reverse, body)
         }
+        /// Restarts the transaction and throws when the `restartFrom` countdown reaches this write.
+        private func restartIfDue() throws {
+            guard let n = engine.restartFrom else { return }
+            guard n > 0 else {
+                engine.restartFrom = nil
+                try base.restart()
+                throw OrderedKeyValueRestarted("injected restart")
+            }
+            engine.restartFrom = n - 1
+        }
         func put(_ key: [UInt8], _ value: [UInt8]) throws {
+            try restartIfDue()
             if let n = engine.failFrom {
                 guard n > 0 else {
                     if !engine.failForever { engine.failFrom = nil }
@@ -45,7 +79,10 @@ private final class FaultEngine: OrderedKeyValueEngine, @unchecked Sendable {  /
             }
             try base.put(key, value)
         }
-        func delete(_ key: [UInt8]) throws { try base.delete(key) }
+        func delete(_ key: [UInt8]) throws {
+            try restartIfDue()
+            try base.delete(key)
+        }
         var hasSavepoints: Bool { base.hasSavepoints }
         func setSavepoint() throws { try base.setSavepoint() }
         func rollbackToSavepoint() throws {
@@ -53,6 +90,7 @@ private final class FaultEngine: OrderedKeyValueEngine, @unchecked Sendable {  /
             try base.rollbackToSavepoint()
         }
         var canRestart: Bool { base.canRestart }
+        var restartsOnItsOwn: Bool { engine.declaresRestarts }
         func restart() throws {
             if engine.failRollback { throw LocalStoreError(.ioError, "injected restart failure") }
             try base.restart()
@@ -211,5 +249,94 @@ struct KVFaultTests {
         }
         #expect(refused, "the write whose undo failed must not commit")
         #expect(try Self.state(store) == before)
+    }
+
+    /// The writes of `body`'s test: a store call, then a write body with a call that fails and is undone, a
+    /// nested write and an enqueue; `restart` runs just before the part it is given (0: the store call, 1:
+    /// the body).
+    private static func restartedWork(_ engine: FaultEngine, _ store: KVStore<FaultEngine>, _ restart: (Int) -> Void) throws {
+        restart(0)
+        try store.upsert([["id": "c", "n": 3, "s": "q"], ["id": "a", "n": 8]], into: "T")
+        restart(1)
+        try store.write { tx in
+            try tx.upsert([["id": "d", "n": 4]], into: "T")
+            engine.failFrom = 2
+            #expect(throws: LocalStoreError.self) { try tx.upsert([["id": "e", "n": 5, "s": "q"], ["id": "b", "n": 6]], into: "T") }
+            engine.failFrom = nil
+            try tx.performWrite { inner in
+                try inner.delete(ids: ["b"], from: "T")
+                try inner.enqueue(.update, ["id": "c", "n": 9, "s": "z"], into: "T")
+            }
+            try tx.delete(matching: Query("T", where: Field("n") == .literal(.int(1))))
+        }
+    }
+
+    @Test("an engine that begins a transaction again at any write, or at its commit, loses nothing: KVStore replays")
+    func engineRestarts() throws {
+        // The same work without restarts: the state every restarted run must end in.
+        let (plainEngine, plain) = try Self.seeded(.restarts)
+        try Self.restartedWork(plainEngine, plain) { _ in }
+        let expected = try Self.state(plain)
+        let expectedQueue = try plain.pendingOperations().map { "\($0.id) \($0.table) \($0.itemId) \($0.properties)" }
+        var restarted = 0
+        for part in 0..<2 {
+            for at in 0..<40 {
+                for commits in [0, 1, 2] {
+                    let (engine, store) = try Self.seeded(.restarts)
+                    try Self.restartedWork(engine, store) { p in
+                        guard p == part else { return }
+                        (engine.restartFrom, engine.restartCommits) = (at, commits)
+                    }
+                    if engine.restartFrom == nil || commits > 0 { restarted += 1 }
+                    engine.restartFrom = nil
+                    #expect(try Self.state(store) == expected, "part \(part), restart at write \(at), \(commits) commit restarts")
+                    #expect(try store.pendingOperations().map { "\($0.id) \($0.table) \($0.itemId) \($0.properties)" } == expectedQueue)
+                }
+            }
+        }
+        #expect(restarted > 100, "the injected restarts must hit the writes")
+    }
+
+    @Test("a commit the engine begins again after another writer committed fails with busy and commits nothing")
+    func commitRestartAfterAnotherWriter() throws {
+        let (engine, store) = try Self.seeded(.restarts)
+        let other = try KVStore(engine: engine)
+        engine.restartCommits = 1
+        engine.onCommitRestart = {
+            engine.onCommitRestart = nil
+            try other.upsert([["id": "z", "n": 7]], into: "T")
+        }
+        #expect {
+            try store.upsert([["id": "c", "n": 3]], into: "T")
+        } throws: { ($0 as? LocalStoreError)?.code == .busy }
+        let rows = try Self.state(store)
+        #expect(rows.contains { $0.contains("\"z\"") } && !rows.contains { $0.contains("\"c\"") }, "\(rows)")
+    }
+
+    @Test("an engine that keeps beginning a transaction again: the write fails after the limit and commits nothing")
+    func endlessRestarts() throws {
+        let (engine, store) = try Self.seeded(.restarts)
+        let before = try Self.state(store)
+        engine.restartCommits = 1_000
+        #expect(throws: LocalStoreError.self) { try store.upsert([["id": "c", "n": 3]], into: "T") }
+        engine.restartCommits = 0
+        #expect(try Self.state(store) == before)
+    }
+
+    @Test("an engine that begins a store call's transaction again without declaring it: the call fails and commits nothing")
+    func undeclaredRestart() throws {
+        let (engine, store) = try Self.seeded(.restarts)
+        let before = try Self.state(store)
+        engine.declaresRestarts = false
+        engine.restartFrom = 1
+        #expect(throws: LocalStoreError.self) { try store.upsert([["id": "c", "n": 3], ["id": "d", "n": 4]], into: "T") }
+        engine.restartFrom = nil
+        engine.restartCommits = 1
+        #expect(throws: LocalStoreError.self) { try store.upsert([["id": "c", "n": 3], ["id": "d", "n": 4]], into: "T") }
+        #expect(try Self.state(store) == before)
+        // In a write body every write is kept: a restart there is replayed, declared or not.
+        engine.restartFrom = 1
+        try store.write { tx in try tx.upsert([["id": "c", "n": 3], ["id": "d", "n": 4]], into: "T") }
+        #expect(try Self.state(store).count == before.count + 2)
     }
 }

@@ -48,3 +48,90 @@ struct KVStoreRestartConformanceTests {
         try check.run(Self.factory)
     }
 }
+
+/// `InMemoryKVEngine` with restarts that also begins write transactions again on its own, as LMDB does when
+/// its map grows (``OrderedKeyValueRestarted``): a transaction may write `room` entries, and its next write
+/// doubles the room and begins the transaction again (the room starts at 3: the first transactions of every
+/// check restart, some several times); and every 3rd commit begins again. The whole suite must not notice:
+/// `KVStore` replays each transaction's writes.
+final class SelfRestartingEngine: OrderedKeyValueEngine, @unchecked Sendable {  // `lock` guards the counters
+    let base = InMemoryKVEngine(restarts: true)
+    private let lock = NSLock()
+    private var room = 3
+    private var written = 0
+    private var commits = 0
+    private struct CommitRestart: Error {}
+
+    /// Counts a write; `true` when it finds no room (the room is doubled).
+    fileprivate func isFull() -> Bool {
+        lock.withLock {
+            written += 1
+            guard written > room else { return false }
+            room *= 2
+            written = 0
+            return true
+        }
+    }
+
+    func read<R>(_ body: (InMemoryKVEngine.Snapshot) throws -> R) throws -> R { try base.read(body) }
+    func write<R>(_ body: (Writer) throws -> R) throws -> R {
+        do {
+            return try base.write { transaction in
+                lock.withLock { written = 0 }
+                let result = try body(Writer(base: transaction, engine: self))
+                let restartsCommit = lock.withLock { () -> Bool in
+                    commits += 1
+                    return commits % 3 == 0
+                }
+                if restartsCommit { throw CommitRestart() }  // the base commits nothing
+                return result
+            }
+        } catch is CommitRestart {
+            throw OrderedKeyValueRestarted("the commit began again (test)")
+        }
+    }
+    func close() throws {}
+
+    struct Writer: OrderedKeyValueWriter {
+        let base: InMemoryKVEngine.Transaction
+        let engine: SelfRestartingEngine
+
+        private func restartIfFull() throws {
+            guard engine.isFull() else { return }
+            try base.restart()
+            throw OrderedKeyValueRestarted("the transaction began again with more room (test)")
+        }
+        func get(_ key: [UInt8]) throws -> [UInt8]? { try base.get(key) }
+        func scan(
+            from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+        ) throws {
+            try base.scan(from: lower, to: upper, reverse: reverse, body)
+        }
+        func put(_ key: [UInt8], _ value: [UInt8]) throws {
+            try restartIfFull()
+            try base.put(key, value)
+        }
+        func delete(_ key: [UInt8]) throws {
+            try restartIfFull()
+            try base.delete(key)
+        }
+        var canRestart: Bool { true }
+        var restartsOnItsOwn: Bool { true }
+        func restart() throws {
+            try base.restart()
+            engine.lock.withLock { engine.written = 0 }
+        }
+    }
+}
+
+@Suite("KVStore on an engine that begins its transactions again on its own: the whole conformance suite")
+struct KVStoreSelfRestartingConformanceTests {
+    static let factory = StoreFactory(name: "kv-memory-self-restarting", isPersistent: false) { _ in
+        try KVStore(engine: SelfRestartingEngine())
+    }
+
+    @Test("conformance check", arguments: ConformanceSuite.completeSuite)
+    func conforms(_ check: ConformanceCheck) throws {
+        try check.run(Self.factory)
+    }
+}
