@@ -38,11 +38,25 @@ enum KVKeys {
     /// Appends ``rows(_:)``'s bytes: 01 and the table number (4 bytes, big-endian).
     static func appendRows(_ table: UInt32, into out: inout [UInt8]) {
         out.append(0x01)
-        KeyCodec.appendBigEndian(UInt64(table) << 32, into: &out)
-        out.removeLast(4)
+        appendNumber(table, into: &out)
     }
 
-    static func row(_ table: UInt32, idKey: [UInt8]) -> [UInt8] { rows(table) + idKey }
+    /// Appends `table` as 4 big-endian bytes.
+    @inline(__always) static func appendNumber(_ table: UInt32, into out: inout [UInt8]) {
+        out.append(UInt8(truncatingIfNeeded: table >> 24))
+        out.append(UInt8(truncatingIfNeeded: table >> 16))
+        out.append(UInt8(truncatingIfNeeded: table >> 8))
+        out.append(UInt8(truncatingIfNeeded: table))
+    }
+
+    /// ``rows(_:)`` followed by `idKey`, in one allocation.
+    static func row(_ table: UInt32, idKey: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(5 + idKey.count)
+        appendRows(table, into: &out)
+        out.append(contentsOf: idKey)
+        return out
+    }
 
     /// ``row(_:idKey:)`` of `id`'s key, built in one buffer.
     static func row(_ table: UInt32, id: Value) -> [UInt8] {
@@ -63,8 +77,9 @@ enum KVKeys {
     /// Appends ``index(_:_:)``'s bytes: 02, the table number (4 bytes) and the index number (2 bytes), big-endian.
     static func appendIndex(_ table: UInt32, _ index: UInt16, into out: inout [UInt8]) {
         out.append(0x02)
-        KeyCodec.appendBigEndian(UInt64(table) << 32 | UInt64(index) << 16, into: &out)
-        out.removeLast(2)
+        appendNumber(table, into: &out)
+        out.append(UInt8(truncatingIfNeeded: index >> 8))
+        out.append(UInt8(truncatingIfNeeded: index))
     }
 
     /// The first key after every key that starts with `prefix`.
@@ -170,11 +185,14 @@ final class KVTable: Sendable {
     let wholeRows: RecordItemBuilder
     /// The indexes as the planner sees them, in the order of ``specs`` (each one's `slot` is its position).
     let indexes: [IndexDefinition]
+    /// The id column's type.
+    let idType: ColumnType
 
     init(_ record: KVTableRecord) {
         self.record = record
         let schema = record.schema
         self.schema = schema
+        idType = schema.idType
         wholeRows = RecordItemBuilder(schema: schema)
         indexes = record.specs.enumerated().map { slot, spec in
             let components = spec.columns.indices.map {
@@ -190,6 +208,12 @@ final class KVTable: Sendable {
     }
 
     var number: UInt32 { record.number }
+
+    /// `TableSchema.checkId(_:)`, without copying the schema for the commonest ids (a string or an integer
+    /// of the id column's type).
+    @inline(__always) func checkId(_ id: Value) throws {
+        if !TableSchema.isPlainId(id, ofType: idType) { try schema.checkId(id) }
+    }
     var specs: [KVIndexSpec] { record.specs }
 
     /// The physical indexes `schema` needs: one per indexed column (the id excepted), one per compound index.

@@ -73,7 +73,7 @@ struct KVReads {
 
     func read(table name: String, id: Value) throws -> Item? {
         let table = try catalog.table(name)
-        try table.schema.checkId(id)
+        try table.checkId(id)
         return try reader.withValue(table.rowKey(id)) { record in try record.map { try table.wholeRows.item($0) } }
     }
 

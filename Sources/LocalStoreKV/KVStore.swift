@@ -238,7 +238,7 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
     /// Deletes the rows of `ids`; returns the ids of the rows there were, as stored.
     func delete(ids: [Value], from name: String) throws -> (table: String, ids: [Value]) {
         let table = try catalog.table(name)
-        for id in ids { try table.schema.checkId(id) }
+        for id in ids { try table.checkId(id) }
         let deleted = try atomically {
             let deleted = try ids.compactMap { try deleteRow(table, idKey: KeyCodec.idKey($0)) }
             try adjustRowCount(table, by: -deleted.count)
