@@ -82,8 +82,6 @@ enum KVKeys {
         out.append(UInt8(truncatingIfNeeded: index))
     }
 
-    /// The first key after every key that starts with `prefix`.
-    static func end(of prefix: [UInt8]) -> [UInt8]? { KeyCodec.successor(prefix) }
 }
 
 /// One physical index: the positions of its columns and their directions, under the name
@@ -336,7 +334,7 @@ struct KVCatalog: Sendable {
     static func load(_ reader: some OrderedKeyValueReader) throws -> KVCatalog {
         var catalog = KVCatalog(version: try readNumber(KVKeys.version, reader))
         let decoder = JSONDecoder()
-        try reader.scan(from: KVKeys.tablePrefix, to: KVKeys.end(of: KVKeys.tablePrefix), reverse: false) { _, value in
+        try reader.scan(from: KVKeys.tablePrefix, to: KVKeyRange.end(of: KVKeys.tablePrefix), reverse: false) { _, value in
             let record: KVTableRecord
             do {
                 record = try decoder.decode(KVTableRecord.self, from: Data(value))

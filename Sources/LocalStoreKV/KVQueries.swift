@@ -3,10 +3,11 @@ import LocalStore
 /// A range of an engine's keys, `lower <= key < upper`: a plan's ``KeyRange`` under its source's prefix.
 struct KVKeyRange: Hashable, Sendable {
     var lower: [UInt8]
-    var upper: [UInt8]
+    /// `nil`: no upper bound.
+    var upper: [UInt8]?
 
-    /// The first key after every key that starts with `prefix`.
-    static func end(of prefix: [UInt8]) -> [UInt8] { KVKeys.end(of: prefix) ?? prefix + [0xFF] }
+    /// The first key after every key that starts with `prefix`, or `nil` when there is none (no upper bound).
+    static func end(of prefix: [UInt8]) -> [UInt8]? { KeyCodec.successor(prefix) }
 
     /// `range` (bounds relative to `prefix`, `nil` meaning unbounded) as keys of the engine.
     init(_ range: KeyRange, under prefix: [UInt8]) {

@@ -20,32 +20,24 @@ struct KVStoreConformanceTests {
     }
 }
 
-/// The same with the engine's savepoints (``OrderedKeyValueWriter/hasSavepoints``): `KVStore` keeps no undo
-/// log, and every failed call, rolled-back nested write and refused input is undone by the engine.
-@Suite("KVStore on InMemoryKVEngine with savepoints: the whole conformance suite")
-struct KVStoreSavepointConformanceTests {
-    static let factory = StoreFactory(name: "kv-memory-savepoints", isPersistent: false) { _ in
-        try KVStore(engine: InMemoryKVEngine(savepoints: true))
-    }
+/// The same with each way an engine can undo instead of `KVStore`'s undo log:
+/// - the engine's savepoints (``OrderedKeyValueWriter/hasSavepoints``): `KVStore` keeps no undo log, and
+///   every failed call, rolled-back nested write and refused input is undone by the engine;
+/// - restarts (``OrderedKeyValueWriter/canRestart``, no savepoints): `KVStore` keeps what the transaction
+///   wrote, and a failed call, rolled-back nested write or refused input restarts the engine's transaction
+///   and replays the writes made before it;
+/// - an engine that also restarts on its own (``SelfRestartingEngine``).
+@Suite("KVStore on engines that undo by savepoints or restarts: the whole conformance suite")
+struct KVStoreUndoModeConformanceTests {
+    static let factories = [
+        StoreFactory(name: "kv-memory-savepoints", isPersistent: false) { _ in try KVStore(engine: InMemoryKVEngine(savepoints: true)) },
+        StoreFactory(name: "kv-memory-restarts", isPersistent: false) { _ in try KVStore(engine: InMemoryKVEngine(restarts: true)) },
+        StoreFactory(name: "kv-memory-self-restarting", isPersistent: false) { _ in try KVStore(engine: SelfRestartingEngine()) },
+    ]
 
-    @Test("conformance check", arguments: ConformanceSuite.completeSuite)
-    func conforms(_ check: ConformanceCheck) throws {
-        try check.run(Self.factory)
-    }
-}
-
-/// The same with restarts (``OrderedKeyValueWriter/canRestart``, no savepoints): `KVStore` keeps what the
-/// transaction wrote, and a failed call, rolled-back nested write or refused input restarts the engine's
-/// transaction and replays the writes made before it.
-@Suite("KVStore on InMemoryKVEngine with restarts: the whole conformance suite")
-struct KVStoreRestartConformanceTests {
-    static let factory = StoreFactory(name: "kv-memory-restarts", isPersistent: false) { _ in
-        try KVStore(engine: InMemoryKVEngine(restarts: true))
-    }
-
-    @Test("conformance check", arguments: ConformanceSuite.completeSuite)
-    func conforms(_ check: ConformanceCheck) throws {
-        try check.run(Self.factory)
+    @Test("conformance check", arguments: factories, ConformanceSuite.completeSuite)
+    func conforms(_ factory: StoreFactory, _ check: ConformanceCheck) throws {
+        try check.run(factory)
     }
 }
 
@@ -121,17 +113,5 @@ final class SelfRestartingEngine: OrderedKeyValueEngine, @unchecked Sendable {  
             try base.restart()
             engine.lock.withLock { engine.written = 0 }
         }
-    }
-}
-
-@Suite("KVStore on an engine that begins its transactions again on its own: the whole conformance suite")
-struct KVStoreSelfRestartingConformanceTests {
-    static let factory = StoreFactory(name: "kv-memory-self-restarting", isPersistent: false) { _ in
-        try KVStore(engine: SelfRestartingEngine())
-    }
-
-    @Test("conformance check", arguments: ConformanceSuite.completeSuite)
-    func conforms(_ check: ConformanceCheck) throws {
-        try check.run(Self.factory)
     }
 }
