@@ -23,12 +23,18 @@ enum SQLAccessPath {
             if verb == "SEARCH" {
                 if line.contains("PRIMARY KEY") { return .primaryKey }
                 guard let index else { return .fullScan }
-                return index.hasPrefix("sqlite_autoindex_") ? .primaryKey : .index(reportedName(index, table: table))
+                return path(of: index, table: table)
             }
             guard let index, walksInOrder, !sorts else { return .fullScan }
-            return index.hasPrefix("sqlite_autoindex_") ? .primaryKey : .index(reportedName(index, table: table))
+            return path(of: index, table: table)
         }
         return .noRows
+    }
+
+    /// The access path through `index`: the primary key for SQLite's automatic index of it, else the index
+    /// by the name the store reports.
+    private static func path(of index: String, table: TableInfo) -> QueryAccessPath {
+        index.hasPrefix("sqlite_autoindex_") ? .primaryKey : .index(reportedName(index, table: table))
     }
 
     /// The name after `USING [COVERING ]INDEX`, if any.

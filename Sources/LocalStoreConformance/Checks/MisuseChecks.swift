@@ -36,27 +36,30 @@ extension ConformanceSuite {
     static let misuseSchema = TableSchema("MisuseItem", ["n": .integer])
 
     /// The calls a store and a transaction share — read by id, a query, upsert, delete by ids and a nested
-    /// `write {}` (whose body must not run) — made on `access` (named `name` in the messages), each of
-    /// which must be refused with `misuse`.
+    /// `write {}` (whose body, which must not run, calls `bodyRan`) — made on `access` (named `name` in the
+    /// messages), each of which must be refused with `misuse`.
+    static func sharedCalls(
+        _ access: any LocalStoreAccess, _ name: String, bodyRan: @escaping () -> Void
+    ) -> [(call: String, run: () throws -> Void)] {
+        [
+            ("\(name).read(table:id:)", { _ = try access.read(table: "MisuseItem", id: "a") }),
+            ("\(name).read(_:) (a query)", { _ = try access.read(Query("MisuseItem")) }),
+            ("\(name).upsert", { try access.upsert([["id": "late", "n": 97]], into: "MisuseItem") }),
+            ("\(name).delete(ids:from:)", { try access.delete(ids: ["a"], from: "MisuseItem") }),
+            ("a nested \(name).write {} (performWrite)", {
+                try access.performWrite { inner in
+                    bodyRan()
+                    try inner.upsert([["id": "late2", "n": 96]], into: "MisuseItem")
+                }
+            }),
+        ]
+    }
+
+    /// ``sharedCalls(_:_:bodyRan:)`` made on `access`, each expected to be refused with `misuse`.
     private static func expectAccessCallsRefused(_ access: any LocalStoreAccess, _ name: String, _ situation: String) throws {
-        try expectThrows(code: .misuse, "\(name).read(table:id:) \(situation)") {
-            _ = try access.read(table: "MisuseItem", id: "a")
-        }
-        try expectThrows(code: .misuse, "\(name).read(_:) (a query) \(situation)") {
-            _ = try access.read(Query("MisuseItem"))
-        }
-        try expectThrows(code: .misuse, "\(name).upsert \(situation)") {
-            try access.upsert([["id": "late", "n": 97]], into: "MisuseItem")
-        }
-        try expectThrows(code: .misuse, "\(name).delete(ids:from:) \(situation)") {
-            try access.delete(ids: ["a"], from: "MisuseItem")
-        }
         var nestedBodyRan = false
-        try expectThrows(code: .misuse, "a nested \(name).write {} (performWrite) \(situation)") {
-            try access.performWrite { inner in
-                nestedBodyRan = true
-                try inner.upsert([["id": "late2", "n": 96]], into: "MisuseItem")
-            }
+        for (call, run) in sharedCalls(access, name, bodyRan: { nestedBodyRan = true }) {
+            try expectThrows(code: .misuse, "\(call) \(situation)", run)
         }
         try expect(!nestedBodyRan, "the body of a refused \(name).write {} \(situation) must not run")
     }
@@ -179,20 +182,9 @@ extension ConformanceSuite {
                 let done = DispatchSemaphore(value: 0)
                 let other = Thread {
                     let t = probe.transaction
-                    let outcomes: [String?] = [
-                        misuseOutcome("tx.read(table:id:)") { _ = try t.read(table: "MisuseItem", id: "a") },
-                        misuseOutcome("tx.read(_:) (a query)") { _ = try t.read(Query("MisuseItem")) },
-                        misuseOutcome("tx.upsert") { try t.upsert([["id": "x", "n": 95]], into: "MisuseItem") },
-                        misuseOutcome("tx.delete(ids:from:)") { try t.delete(ids: ["a"], from: "MisuseItem") },
-                        misuseOutcome("tx.delete(matching:)") { try t.delete(matching: Query("MisuseItem")) },
-                        misuseOutcome("tx.write {} (performWrite on the transaction)") {
-                            try t.performWrite { inner in
-                                probe.nestedBodyRan = true
-                                try inner.upsert([["id": "y", "n": 94]], into: "MisuseItem")
-                            }
-                        },
-                    ]
-                    probe.wrongOutcomes = outcomes.compactMap { $0 }
+                    let calls = sharedCalls(t, "tx", bodyRan: { probe.nestedBodyRan = true })
+                        + [("tx.delete(matching:)", { try t.delete(matching: Query("MisuseItem")) })]
+                    probe.wrongOutcomes = calls.compactMap { misuseOutcome($0.call, $0.run) }
                     done.signal()
                 }
                 other.start()
