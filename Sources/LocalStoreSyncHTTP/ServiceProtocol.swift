@@ -18,6 +18,8 @@ public struct SyncServiceProtocol: Sendable, Hashable, CustomStringConvertible {
     enum Generation: Sendable, Hashable { case azureMobileApps, datasync }
     let generation: Generation
 
+    init(generation: Generation) { self.generation = generation }
+
     /// Azure Mobile Apps, protocol 2.0.0 (the Node and ASP.NET back ends, the iOS/.NET/JS/Android SDKs).
     public static let azureMobileApps = SyncServiceProtocol(generation: .azureMobileApps)
     /// The Datasync Community Toolkit, protocol 3.0.0.
@@ -36,6 +38,18 @@ public struct SyncServiceProtocol: Sendable, Hashable, CustomStringConvertible {
     /// `tables/{table}` (2.0.0) or `tables/{table lowercased}` (3.0.0), the name percent-encoded.
     public func defaultTablePath(_ table: String) -> String {
         "tables/" + WireFormat.pathSegment(generation == .azureMobileApps ? table : ASCII.lowercased(table))
+    }
+
+    /// Both protocols.
+    public static let all: [SyncServiceProtocol] = [.azureMobileApps, .datasync]
+
+    /// The protocol's name on a command line: `azureMobileApps` or `datasync`.
+    public var name: String { generation == .azureMobileApps ? "azureMobileApps" : "datasync" }
+
+    /// The protocol named `name` (``name``), or `nil` for any other name.
+    public init?(name: String) {
+        guard let found = Self.all.first(where: { $0.name == name }) else { return nil }
+        self = found
     }
 
     /// `2.0.0 (Azure Mobile Apps)` or `3.0.0 (Datasync)`.

@@ -161,8 +161,9 @@ case "sync":
     if arguments.count == 10 {
         var flags: [String: String] = [:]
         for i in stride(from: 6, to: 10, by: 2) { flags[arguments[i]] = arguments[i + 1] }
-        let known: [String: SyncServiceProtocol] = ["azureMobileApps": .azureMobileApps, "datasync": .datasync]
-        guard flags.count == 2, let url = flags["--service"], let p = flags["--protocol"].flatMap({ known[$0] }) else { die(syncUsage, code: 2) }
+        guard flags.count == 2, let url = flags["--service"], let p = flags["--protocol"].flatMap(SyncServiceProtocol.init(name:)) else {
+            die(syncUsage, code: 2)
+        }
         http = (url, p)
     } else {
         http = nil

@@ -46,12 +46,12 @@ struct SyncCrashTests {
 
     /// Every persistent backend in both protocols (an in-memory client loses its unpushed edits with its
     /// process by nature; it syncs over HTTP in LocalStoreSyncTests' scenario instead).
-    static let httpCases: [(ReliabilityBackend, String)] = ReliabilityBackend.available.flatMap { b in ["azureMobileApps", "datasync"].map { (b, $0) } }
+    static let httpCases: [(ReliabilityBackend, SyncServiceProtocol)] = ReliabilityBackend.available.flatMap { b in SyncServiceProtocol.all.map { (b, $0) } }
 
     @Test("over HTTP (the loopback service in this process): a killed client loses no edit and pushes nothing on a stale version",
           arguments: httpCases)
-    func killedSyncingClientOverHTTP(_ backend: ReliabilityBackend, _ wireName: String) async throws {
-        let wire: SyncServiceProtocol = wireName == "datasync" ? .datasync : .azureMobileApps
+    func killedSyncingClientOverHTTP(_ backend: ReliabilityBackend, _ wire: SyncServiceProtocol) async throws {
+        let wireName = wire.name
         let kills = Self.kills
         let helper = try helperPath()
         let directory = try TempDirectory("sync-crash-http-\(backend)-\(wireName)")

@@ -328,3 +328,14 @@ func runTodoSync(_ arguments: [String], environment: [String: String]) throws ->
     p.waitUntilExit()
     return (p.terminationStatus, String(decoding: data, as: UTF8.self))
 }
+
+@Suite("SyncServiceProtocol's command-line names")
+struct ServiceProtocolNameTests {
+    @Test("each protocol is found by its name, and only by it (case-sensitively)")
+    func namesRoundTrip() {
+        for p in SyncServiceProtocol.all { #expect(SyncServiceProtocol(name: p.name) == p) }
+        #expect(Set(SyncServiceProtocol.all.map(\.name)) == ["azureMobileApps", "datasync"])
+        #expect(SyncServiceProtocol(name: "Datasync") == nil)
+        #expect(SyncServiceProtocol(name: "") == nil)
+    }
+}
