@@ -111,9 +111,12 @@ public protocol OrderedKeyValueWriter: OrderedKeyValueReader {
     func restart() throws
 
     /// Whether the engine may begin the transaction again on its own, throwing ``OrderedKeyValueRestarted``
-    /// from a put, a delete or the commit (the default: no). `KVStore` then keeps every write of every write
-    /// transaction until it commits, a store call's too (a replay needs them all); otherwise only those of a
-    /// write body, which a failed call's undo replays. Keeping them costs a store call a few percent (the
+    /// from a put, a delete or the commit (the default: no); such an engine must offer ``canRestart``.
+    /// `KVStore` then undoes by restarts even when the engine has savepoints too (a savepoint does not
+    /// survive a restart), and keeps every write of every write transaction until it commits, a store
+    /// call's too (a replay needs them all); otherwise only those of a write body, which a failed call's
+    /// undo replays. A restart of its own in a transaction that cannot replay (no ``canRestart``) fails
+    /// the transaction: it refuses every later call and its commit. Keeping them costs a store call a few percent (the
     /// bench's batch upsert on LMDB: 7%), so an engine declares it only when it restarts (LMDB with a map
     /// that grows; not with a map sized once).
     var restartsOnItsOwn: Bool { get }
@@ -128,8 +131,9 @@ public protocol OrderedKeyValueWriter: OrderedKeyValueReader {
 ///   noticing.
 /// - from ``OrderedKeyValueEngine/write(_:)`` after its body returned (the commit found the map full):
 ///   nothing was committed. `KVStore` begins a new write transaction and writes again everything the
-///   first one wrote, without running the body again; when another writer committed in between (the
-///   new transaction does not begin on the same state), the write fails with `busy` and commits nothing.
+///   first one wrote, without running the body again; when another store object committed or defined
+///   anything in between (the new transaction does not see the commit counter and catalog version the
+///   first began on), the write fails with `busy` and commits nothing.
 ///
 /// So that a replay is possible, the engine declares it (``OrderedKeyValueWriter/restartsOnItsOwn``), and
 /// `KVStore` keeps every put and delete of each write transaction until it commits (the keys and values it

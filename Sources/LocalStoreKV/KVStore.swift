@@ -49,9 +49,20 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
     init(_ writer: Writer, catalog: KVCatalog) {
         self.writer = writer
         self.catalog = catalog
-        engineSavepoints = writer.hasSavepoints
-        restarts = !engineSavepoints && writer.canRestart
+        // An engine that restarts on its own needs the replay whatever else it offers: its savepoints
+        // would not survive a restart.
+        restarts = writer.canRestart && (writer.restartsOnItsOwn || !writer.hasSavepoints)
+        engineSavepoints = writer.hasSavepoints && !restarts
         keepsEverything = restarts && writer.restartsOnItsOwn
+    }
+
+    /// A restart of the engine's own in a transaction that cannot replay (the engine declares no
+    /// ``OrderedKeyValueWriter/canRestart``): its writes are lost, so it can only roll back.
+    private func unreplayable(_ restarted: OrderedKeyValueRestarted) -> LocalStoreError {
+        let error = LocalStoreError(
+            .ioError, "the engine began a write transaction again (\(restarted.reason)) but cannot restart: its writes are lost, the transaction can only roll back")
+        failure = error
+        return error
     }
 
     var reads: KVReads { KVReads(reader: writer, catalog: catalog) }
@@ -84,7 +95,7 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
             return
         }
         if logging { undo.append((key, try writer.get(key))) }
-        try writer.put(key, value)
+        do { try writer.put(key, value) } catch let restarted as OrderedKeyValueRestarted { throw unreplayable(restarted) }
     }
 
     /// Deletes `key`, which the caller read from the store (a row or an index entry of a row it read).
@@ -94,10 +105,14 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
             do { try writer.delete(key) } catch let restarted as OrderedKeyValueRestarted { try replayAfter(restarted) }
             return
         }
-        guard logging else { return try writer.delete(key) }
-        guard let old = try writer.get(key) else { return }
-        undo.append((key, old))
-        try writer.delete(key)
+        do {
+            guard logging else { return try writer.delete(key) }
+            guard let old = try writer.get(key) else { return }
+            undo.append((key, old))
+            try writer.delete(key)
+        } catch let restarted as OrderedKeyValueRestarted {
+            throw unreplayable(restarted)
+        }
     }
 
     /// Adds `delta` to `table`'s row count (``KVKeys/rowCount(_:)``).
@@ -580,7 +595,7 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
             var commit = 0
             // When the engine can restart: the body's result, every write of the transaction and the commit
             // counter it began on, for a replay when the commit restarts (``OrderedKeyValueRestarted``).
-            var finished: (result: R, writes: [KVWrites<Engine.Writer>.Write], counter: UInt64)?
+            var finished: (result: R, writes: [KVWrites<Engine.Writer>.Write], state: [UInt64])?
             do {
                 let result: R
                 do {
@@ -598,14 +613,14 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
                         var next: [UInt8] = []
                         KeyCodec.appendBigEndian(counter &+ 1, into: &next)
                         try writes.put(KVKeys.commits, next)
-                        if writes.restarts && writes.redoIsComplete { finished = (result, writes.redo, counter) }
+                        if writes.restarts && writes.redoIsComplete { finished = (result, writes.redo, [counter, writes.catalog.version]) }
                         return result
                     }
                 } catch let restarted as OrderedKeyValueRestarted {
                     guard let done = finished else {
                         throw LocalStoreError(.ioError, "the engine began a write transaction again where it cannot be replayed (\(restarted.reason))")
                     }
-                    try replayCommit(done.writes, counter: done.counter, restarted)
+                    try replayCommit(done.writes, state: done.state, restarted)
                     result = done.result
                 }
                 tracker.committed(txnId: commit, changes)
@@ -617,15 +632,20 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
         }
     }
 
+    /// The catalog version `writer` sees: bumped by every definition, index build and system-table creation
+    /// (which leave the commit counter as it is).
+    private static func definitions(_ writer: Engine.Writer) throws -> UInt64 { try KVCatalog.readNumber(KVKeys.version, writer) }
+
     /// Commits `writes` in a new write transaction, after the engine began the commit of the transaction
-    /// that wrote them again (`restarted`): on the same committed state (its commit counter, `counter`),
-    /// or not at all (`busy`).
-    private func replayCommit(_ writes: [KVWrites<Engine.Writer>.Write], counter: UInt64, _ restarted: OrderedKeyValueRestarted) throws {
+    /// that wrote them again (`restarted`): on the same committed state (`state`: the commit counter and the
+    /// catalog version the transaction began on: no write and no definition of any store object since), or
+    /// not at all (`busy`).
+    private func replayCommit(_ writes: [KVWrites<Engine.Writer>.Write], state: [UInt64], _ restarted: OrderedKeyValueRestarted) throws {
         var restarts = 1
         while true {
             do {
                 return try engine.write { writer in
-                    guard try KVCatalog.readNumber(KVKeys.commits, writer) == counter else {
+                    guard try [KVCatalog.readNumber(KVKeys.commits, writer), Self.definitions(writer)] == state else {
                         throw LocalStoreError(.busy, "another writer committed while the engine began this transaction's commit again (\(restarted.reason)): nothing was committed")
                     }
                     try KVWrites<Engine.Writer>.replay(writes, on: writer)

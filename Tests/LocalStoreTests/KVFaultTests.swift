@@ -26,9 +26,13 @@ private final class FaultEngine: OrderedKeyValueEngine, @unchecked Sendable {  /
     var onCommitRestart: (() throws -> Void)?
     /// Whether the writers declare their own restarts (``OrderedKeyValueWriter/restartsOnItsOwn``).
     var declaresRestarts = true
+    /// Whether the writers hide their restarts (``OrderedKeyValueWriter/canRestart`` false) while still
+    /// restarting on their own: a contract breach KVStore must survive.
+    var hidesRestart = false
     private struct CommitRestart: Error {}
 
     init(_ mode: UndoMode) { base = InMemoryKVEngine(savepoints: mode == .savepoints, restarts: mode == .restarts) }
+    init(base: InMemoryKVEngine) { self.base = base }
 
     func read<R>(_ body: (InMemoryKVEngine.Snapshot) throws -> R) throws -> R { try base.read(body) }
     func write<R>(_ body: (Writer) throws -> R) throws -> R {
@@ -89,7 +93,7 @@ private final class FaultEngine: OrderedKeyValueEngine, @unchecked Sendable {  /
             if engine.failRollback { throw LocalStoreError(.ioError, "injected rollback failure") }
             try base.rollbackToSavepoint()
         }
-        var canRestart: Bool { base.canRestart }
+        var canRestart: Bool { engine.hidesRestart ? false : base.canRestart }
         var restartsOnItsOwn: Bool { engine.declaresRestarts }
         func restart() throws {
             if engine.failRollback { throw LocalStoreError(.ioError, "injected restart failure") }
@@ -307,10 +311,81 @@ struct KVFaultTests {
             try other.upsert([["id": "z", "n": 7]], into: "T")
         }
         #expect {
-            try store.upsert([["id": "c", "n": 3]], into: "T")
+            try store.write { tx in try tx.upsert([["id": "c", "n": 3]], into: "T") }
         } throws: { ($0 as? LocalStoreError)?.code == .busy }
         let rows = try Self.state(store)
         #expect(rows.contains { $0.contains("\"z\"") } && !rows.contains { $0.contains("\"c\"") }, "\(rows)")
+    }
+
+    @Test("a commit the engine begins again after another store object defined an index fails with busy (review)")
+    func commitRestartAfterADefinition() throws {
+        // A definition leaves the commit counter as it is: the replay, planned under the old catalog, would
+        // write rows without entries in the index the other store built.
+        let (engine, store) = try Self.seeded(.restarts)
+        try store.defineTable(TableSchema("U", ["id": .string, "n": .integer]))
+        try store.write { tx in try tx.upsert([["id": "a", "n": 1]], into: "U") }
+        let other = try KVStore(engine: engine)
+        engine.restartCommits = 1
+        engine.onCommitRestart = {
+            engine.onCommitRestart = nil
+            try other.defineTable(TableSchema("U", ["id": .string, "n": .integer], indexed: ["n"]))
+        }
+        #expect {
+            try store.write { tx in try tx.upsert([["id": "c", "n": 3]], into: "U") }
+        } throws: { ($0 as? LocalStoreError)?.code == .busy }
+        let byQuery = try store.read(Query("U", where: Field("n") == .literal(.int(3)))).items
+        #expect(try store.read(table: "U", id: "c") == nil && byQuery.isEmpty)
+        #expect(try store.accessPath(for: Query("U", where: Field("n") == .literal(.int(1)))) == .index("n"))
+        #expect(try store.read(Query("U", where: Field("n") == .literal(.int(1)))).items.count == 1)
+    }
+
+    @Test(
+        "an engine that restarts on its own but cannot replay (no restarts, or savepoints only): the call fails, the transaction rolls back (review)",
+        arguments: [false, true], [false, true])
+    func restartWithoutReplay(savepoints: Bool, nested: Bool) throws {
+        let engine = FaultEngine(base: InMemoryKVEngine(savepoints: savepoints, restarts: true))
+        let store = try KVStore(engine: engine)
+        try store.defineTable(Self.schema)
+        try store.upsert([["id": "a", "n": 1, "s": "x"]], into: "T")
+        engine.hidesRestart = true
+        let before = try Self.state(store)
+        var refusedLater = false
+        #expect(throws: LocalStoreError.self) {
+            try store.write { tx in
+                try tx.upsert([["id": "c", "n": 3]], into: "T")
+                func call(_ t: any LocalStoreTransaction) throws {
+                    engine.restartFrom = 0
+                    do { try t.upsert([["id": "d", "n": 4]], into: "T") } catch {}
+                    engine.restartFrom = nil
+                }
+                if nested { try? tx.performWrite(call) } else { try call(tx) }
+                // The body caught the error: every later call is refused, and so is the commit.
+                do { _ = try tx.read(table: "T", id: "c") } catch { refusedLater = true }
+            }
+        }
+        engine.restartFrom = nil
+        #expect(refusedLater)
+        #expect(try Self.state(store) == before)
+    }
+
+    @Test("an engine with savepoints that also restarts on its own: KVStore replays instead, and loses nothing (review)")
+    func savepointEngineThatRestarts() throws {
+        let engine = FaultEngine(base: InMemoryKVEngine(savepoints: true, restarts: true))
+        let store = try KVStore(engine: engine)
+        try store.defineTable(Self.schema)
+        try store.write { tx in
+            try tx.upsert([["id": "c", "n": 3]], into: "T")
+            try tx.performWrite { inner in
+                engine.restartFrom = 0
+                try inner.upsert([["id": "d", "n": 4]], into: "T")
+                engine.restartFrom = nil
+                engine.failFrom = 0
+                do { try inner.upsert([["id": "e", "n": 5]], into: "T") } catch {}
+                engine.failFrom = nil
+            }
+        }
+        let rows = try Self.state(store)
+        #expect(rows.count == 2 && rows.allSatisfy { !$0.contains("\"e\"") }, "\(rows)")
     }
 
     @Test("an engine that keeps beginning a transaction again: the write fails after the limit and commits nothing")
