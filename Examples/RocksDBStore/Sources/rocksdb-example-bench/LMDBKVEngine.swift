@@ -7,18 +7,32 @@ import LocalStoreKV
 /// each write in one write transaction (flushed to disk at commit, as `LMDBStore`'s default). It measures
 /// what the toolkit costs against `LMDBStore` on the same engine. Keys longer than LMDB's limit (511 bytes)
 /// are refused (`LMDBStore` truncates them), so it is not a complete backend.
-final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB serializes the writers; a lock guards the spare reads
-    private let env: OpaquePointer
+///
+/// With a small `mapSize`, the map grows as `LMDBStore`'s does: a put, a delete or a commit that finds it full
+/// (`MDB_MAP_FULL`) aborts the transaction, doubles the map once every transaction of the process has ended
+/// (`gate`), begins again and throws `OrderedKeyValueRestarted` (`restartsOnItsOwn`), and `KVStore` replays.
+final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB serializes the writers; a lock guards the spare reads, `gate` the map
+    fileprivate let env: OpaquePointer
     private let dbi: MDB_dbi
+    /// Whether the map grows when full (it was opened small).
+    let grows: Bool
+    /// Held shared by every transaction of this engine object, exclusively while the map grows
+    /// (`mdb_env_set_mapsize` wants no transaction active in the process).
+    private let gate = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
+    /// How many times the map grew, and how many of those at a commit.
+    private(set) var growths = 0
+    private(set) var growthsAtCommit = 0
 
-    init(directory: String) throws {
+    init(directory: String, mapSize: Int = 8 << 30) throws {
+        grows = mapSize < 8 << 30
+        pthread_rwlock_init(gate, nil)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var handle: OpaquePointer?
         try Self.check(mdb_env_create(&handle), "create")
         guard let env = handle else { throw LocalStoreError(.internal, "mdb_env_create returned no environment") }
         self.env = env
         do {
-            try Self.check(mdb_env_set_mapsize(env, 8 << 30), "set the map size")
+            try Self.check(mdb_env_set_mapsize(env, mapSize), "set the map size")
             try Self.check(mdb_env_open(env, directory, UInt32(MDB_NOTLS), 0o600), "open '\(directory)'")
             var txn: OpaquePointer?
             try Self.check(mdb_txn_begin(env, nil, 0, &txn), "begin")
@@ -33,8 +47,30 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
             self.dbi = dbi
         } catch {
             mdb_env_close(env)
+            pthread_rwlock_destroy(gate)
+            gate.deallocate()
             throw error
         }
+    }
+
+    /// Doubles the map, from inside a write transaction whose LMDB transaction has ended (the gate held
+    /// shared: released, taken exclusively for the growth, taken shared again).
+    fileprivate func growMap() throws {
+        pthread_rwlock_unlock(gate)
+        pthread_rwlock_wrlock(gate)
+        defer {
+            pthread_rwlock_unlock(gate)
+            pthread_rwlock_rdlock(gate)
+        }
+        // The spare read transactions go too: no transaction of the process may be active.
+        for cell in spareLock.withLock({ () -> [UnsafeMutablePointer<OpaquePointer?>] in defer { spareReads.removeAll() }; return spareReads }) {
+            mdb_txn_abort(cell.pointee)
+            cell.deallocate()
+        }
+        var info = MDB_envinfo()
+        try Self.check(mdb_env_info(env, &info), "read the map size")
+        try Self.check(mdb_env_set_mapsize(env, info.me_mapsize * 2), "grow the map")
+        growths += 1
     }
 
     static func check(_ rc: Int32, _ what: String) throws {
@@ -49,6 +85,8 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
     private let spareLock = NSLock()
 
     func read<R>(_ body: (Access) throws -> R) throws -> R {
+        pthread_rwlock_rdlock(gate)
+        defer { pthread_rwlock_unlock(gate) }
         let cell: UnsafeMutablePointer<OpaquePointer?>
         if let spare = spareLock.withLock({ spareReads.popLast() }) {
             let rc = mdb_txn_renew(spare.pointee)
@@ -70,10 +108,12 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
             mdb_txn_reset(cell.pointee)
             spareLock.withLock { spareReads.append(cell) }
         }
-        return try body(Access(cell: cell, env: env, dbi: dbi))
+        return try body(Access(cell: cell, engine: self, dbi: dbi))
     }
 
     func write<R>(_ body: (Access) throws -> R) throws -> R {
+        pthread_rwlock_rdlock(gate)
+        defer { pthread_rwlock_unlock(gate) }
         var txn: OpaquePointer?
         try Self.check(mdb_txn_begin(env, nil, 0, &txn), "begin a write")
         // The transaction in a cell: a restart replaces it.
@@ -82,13 +122,19 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
         defer { cell.deallocate() }
         let result: R
         do {
-            result = try body(Access(cell: cell, env: env, dbi: dbi))
+            result = try body(Access(cell: cell, engine: self, dbi: dbi))
         } catch {
             if let txn = cell.pointee { mdb_txn_abort(txn) }
             throw error
         }
         guard let txn = cell.pointee else { throw LocalStoreError(.internal, "the write transaction ended before its commit") }
-        try Self.check(mdb_txn_commit(txn), "commit")
+        let rc = mdb_txn_commit(txn)  // ends the transaction, committed or not
+        if rc == MDB_MAP_FULL && grows {
+            try growMap()
+            growthsAtCommit += 1
+            throw OrderedKeyValueRestarted("the map was full at the commit and grew")
+        }
+        try Self.check(rc, "commit")
         return result
     }
 
@@ -98,12 +144,15 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
             cell.deallocate()
         }
         mdb_env_close(env)
+        pthread_rwlock_destroy(gate)
+        gate.deallocate()
     }
 
     struct Access: OrderedKeyValueWriter {
         let cell: UnsafeMutablePointer<OpaquePointer?>
-        let env: OpaquePointer
+        let engine: LMDBKVEngine
         let dbi: MDB_dbi
+        var env: OpaquePointer { engine.env }
         /// The transaction; `nil` (an error) after a restart that could not begin again.
         var txn: OpaquePointer {
             get throws {
@@ -115,6 +164,26 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
         /// A write transaction begins again by `mdb_txn_abort` and `mdb_txn_begin`, on the same state when
         /// no other writer committed in between: the new transaction's id is then the old one's.
         var canRestart: Bool { true }
+        /// A full map grows, and the transaction begins again.
+        var restartsOnItsOwn: Bool { engine.grows }
+
+        /// After `rc` from a write: when the map was full and grows, ends the transaction, grows the map,
+        /// begins again on the same state and throws `OrderedKeyValueRestarted`; else checks `rc`.
+        private func checkWrite(_ rc: Int32, _ what: String) throws {
+            guard rc == MDB_MAP_FULL, engine.grows else { return try LMDBKVEngine.check(rc, what) }
+            let old = try txn
+            let id = mdb_txn_id(old)
+            mdb_txn_abort(old)
+            cell.pointee = nil
+            try engine.growMap()
+            var fresh: OpaquePointer?
+            try LMDBKVEngine.check(mdb_txn_begin(env, nil, 0, &fresh), "begin the write again")
+            cell.pointee = fresh
+            guard mdb_txn_id(fresh) == id else {
+                throw LocalStoreError(.busy, "another writer committed while the map grew: the transaction cannot go on")
+            }
+            throw OrderedKeyValueRestarted("the map was full and grew")
+        }
 
         func restart() throws {
             let old = try txn
@@ -190,14 +259,14 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
         func put(_ key: [UInt8], _ value: [UInt8]) throws {
             let txn = try txn
             try withVal(key) { k in
-                try withVal(value) { v in try LMDBKVEngine.check(mdb_put(txn, dbi, &k, &v, 0), "put") }
+                try withVal(value) { v in try checkWrite(mdb_put(txn, dbi, &k, &v, 0), "put") }
             }
         }
 
         func delete(_ key: [UInt8]) throws {
             let txn = try txn
             let rc = withVal(key) { mdb_del(txn, dbi, &$0, nil) }
-            if rc != MDB_NOTFOUND { try LMDBKVEngine.check(rc, "delete") }
+            if rc != MDB_NOTFOUND { try checkWrite(rc, "delete") }
         }
     }
 }
