@@ -46,9 +46,11 @@ let package = Package(
             providers: [.apt(["librocksdb-dev"])]
         ),
         .target(name: "RocksDBStore", dependencies: ["LocalStore", "LocalStoreKV", "CRocksDB"], path: "Examples/RocksDBStore/Sources/RocksDBStore"),
-        .testTarget(name: "RocksDBStoreTests", dependencies: ["LocalStore", "LocalStoreKV", "LocalStoreConformance", "RocksDBStore"]),
+        // KVStore over LMDB itself (the bench's `kv-lmdb`: what the toolkit costs against LMDBStore), in no product.
+        .target(name: "LMDBKVExample", dependencies: ["LocalStore", "LocalStoreKV", "CLMDB"], path: "Examples/RocksDBStore/Sources/LMDBKVExample"),
+        .testTarget(name: "RocksDBStoreTests", dependencies: ["LocalStore", "LocalStoreKV", "LocalStoreConformance", "RocksDBStore", "LMDBKVExample"]),
         .executableTarget(
-            name: "rocksdb-example-bench", dependencies: ["LocalStoreBench", "LocalStoreLMDB", "RocksDBStore", "CLMDB", "LocalStoreKV"],
+            name: "rocksdb-example-bench", dependencies: ["LocalStoreBench", "LocalStoreLMDB", "RocksDBStore", "LMDBKVExample", "LocalStoreKV"],
             path: "Examples/RocksDBStore/Sources/rocksdb-example-bench"),
         // The sync engine (docs/sync.md): push, pull, purge and conflicts over any LocalStore.
         .target(name: "LocalStoreSync", dependencies: ["LocalStore"]),

@@ -1,5 +1,6 @@
 import Foundation
 import LocalStoreBench
+import LMDBKVExample
 import LocalStoreKV
 import LocalStoreLMDB
 import RocksDBStore

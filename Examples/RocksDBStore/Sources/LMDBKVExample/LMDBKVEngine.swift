@@ -11,19 +11,19 @@ import LocalStoreKV
 /// With a small `mapSize`, the map grows as `LMDBStore`'s does: a put, a delete or a commit that finds it full
 /// (`MDB_MAP_FULL`) aborts the transaction, doubles the map once every transaction of the process has ended
 /// (`gate`), begins again and throws `OrderedKeyValueRestarted` (`restartsOnItsOwn`), and `KVStore` replays.
-final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB serializes the writers; a lock guards the spare reads, `gate` the map
+package final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB serializes the writers; a lock guards the spare reads, `gate` the map
     fileprivate let env: OpaquePointer
     private let dbi: MDB_dbi
     /// Whether the map grows when full (it was opened small).
-    let grows: Bool
+    package let grows: Bool
     /// Held shared by every transaction of this engine object, exclusively while the map grows
     /// (`mdb_env_set_mapsize` wants no transaction active in the process).
     private let gate = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
     /// How many times the map grew, and how many of those at a commit.
-    private(set) var growths = 0
-    private(set) var growthsAtCommit = 0
+    package private(set) var growths = 0
+    package private(set) var growthsAtCommit = 0
 
-    init(directory: String, mapSize: Int = 8 << 30) throws {
+    package init(directory: String, mapSize: Int = 8 << 30) throws {
         grows = mapSize < 8 << 30
         pthread_rwlock_init(gate, nil)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -84,7 +84,7 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
     private var spareReads: [UnsafeMutablePointer<OpaquePointer?>] = []
     private let spareLock = NSLock()
 
-    func read<R>(_ body: (Access) throws -> R) throws -> R {
+    package func read<R>(_ body: (Access) throws -> R) throws -> R {
         pthread_rwlock_rdlock(gate)
         defer { pthread_rwlock_unlock(gate) }
         let cell: UnsafeMutablePointer<OpaquePointer?>
@@ -111,7 +111,7 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
         return try body(Access(cell: cell, engine: self, dbi: dbi))
     }
 
-    func write<R>(_ body: (Access) throws -> R) throws -> R {
+    package func write<R>(_ body: (Access) throws -> R) throws -> R {
         pthread_rwlock_rdlock(gate)
         defer { pthread_rwlock_unlock(gate) }
         var txn: OpaquePointer?
@@ -138,7 +138,7 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
         return result
     }
 
-    func close() throws {
+    package func close() throws {
         for cell in spareLock.withLock({ () -> [UnsafeMutablePointer<OpaquePointer?>] in defer { spareReads.removeAll() }; return spareReads }) {
             mdb_txn_abort(cell.pointee)
             cell.deallocate()
@@ -148,7 +148,7 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
         gate.deallocate()
     }
 
-    struct Access: OrderedKeyValueWriter {
+    package struct Access: OrderedKeyValueWriter {
         let cell: UnsafeMutablePointer<OpaquePointer?>
         let engine: LMDBKVEngine
         let dbi: MDB_dbi
@@ -163,9 +163,9 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
 
         /// A write transaction begins again by `mdb_txn_abort` and `mdb_txn_begin`, on the same state when
         /// no other writer committed in between: the new transaction's id is then the old one's.
-        var canRestart: Bool { true }
+        package var canRestart: Bool { true }
         /// A full map grows, and the transaction begins again.
-        var restartsOnItsOwn: Bool { engine.grows }
+        package var restartsOnItsOwn: Bool { engine.grows }
 
         /// After `rc` from a write: when the map was full and grows, ends the transaction, grows the map,
         /// begins again on the same state and throws `OrderedKeyValueRestarted`; else checks `rc`.
@@ -185,7 +185,7 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
             throw OrderedKeyValueRestarted("the map was full and grew")
         }
 
-        func restart() throws {
+        package func restart() throws {
             let old = try txn
             let id = mdb_txn_id(old)
             mdb_txn_abort(old)
@@ -207,12 +207,12 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
         }
 
         /// The id of the last commit this transaction sees (a read's), or of the write it is.
-        var snapshotNumber: UInt64? { cell.pointee.map { UInt64(mdb_txn_id($0)) } }
+        package var snapshotNumber: UInt64? { cell.pointee.map { UInt64(mdb_txn_id($0)) } }
 
-        func get(_ key: [UInt8]) throws -> [UInt8]? { try withValue(key) { $0.map { Array($0) } } }
+        package func get(_ key: [UInt8]) throws -> [UInt8]? { try withValue(key) { $0.map { Array($0) } } }
 
         /// The value in LMDB's memory map: no copy.
-        func withValue<R>(_ key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
+        package func withValue<R>(_ key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
             var data = MDB_val()
             let txn = try txn
             let rc = withVal(key) { mdb_get(txn, dbi, &$0, &data) }
@@ -221,7 +221,7 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
             return try body(UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size))
         }
 
-        func scan(
+        package func scan(
             from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
         ) throws {
             var cursor: OpaquePointer?
@@ -256,14 +256,14 @@ final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB 
             if rc != MDB_NOTFOUND { try LMDBKVEngine.check(rc, "scan") }
         }
 
-        func put(_ key: [UInt8], _ value: [UInt8]) throws {
+        package func put(_ key: [UInt8], _ value: [UInt8]) throws {
             let txn = try txn
             try withVal(key) { k in
                 try withVal(value) { v in try checkWrite(mdb_put(txn, dbi, &k, &v, 0), "put") }
             }
         }
 
-        func delete(_ key: [UInt8]) throws {
+        package func delete(_ key: [UInt8]) throws {
             let txn = try txn
             let rc = withVal(key) { mdb_del(txn, dbi, &$0, nil) }
             if rc != MDB_NOTFOUND { try checkWrite(rc, "delete") }

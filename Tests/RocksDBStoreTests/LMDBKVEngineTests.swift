@@ -1,0 +1,64 @@
+import Foundation
+import LMDBKVExample
+import LocalStore
+import LocalStoreKV
+import Testing
+
+/// KVStore over LMDB itself (the bench's `kv-lmdb`, Examples/RocksDBStore/Sources/LMDBKVExample): a map opened
+/// at 64 KiB grows whenever a transaction finds it full, and `KVStore` replays the transaction LMDB began
+/// again; a failed call in a write body is undone by a restart (abort, begin) and a replay.
+@Suite("KVStore over LMDB (the example's LMDBKVEngine): a map that grows, calls undone by restarts")
+struct LMDBKVEngineTests {
+    private struct Boom: Error {}
+
+    private static let schema = TableSchema("T", ["id": .string, "n": .integer, "text": .string], indexed: ["n"])
+
+    private static func rows(_ prefix: String, _ count: Int) -> [Item] {
+        (0..<count).map { i in ["id": .string("\(prefix)-\(i)"), "n": .int(Int64(i % 10)), "text": .string(String(repeating: "x", count: 200))] }
+    }
+
+    /// The rows of `n == k` through the index and by testing every row agree, for each k; returns the row count.
+    private static func checkedCount(_ store: some LocalStoreAccess) throws -> Int {
+        let all = try store.read(Query("T")).items
+        for k in 0..<10 {
+            let query = Query("T", where: Field("n") == .literal(.int(Int64(k))))
+            #expect(try store.read(query).items.count == all.filter { $0["n"] == .int(Int64(k)) }.count, "n == \(k)")
+        }
+        #expect(try store.count("T") == all.count)
+        return all.count
+    }
+
+    @Test("store calls, a write body with a failed nested write and a delete: nothing lost, nothing of the failed call kept, after reopening too")
+    func growingMap() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("LMDBKVEngineTests-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let engine = try LMDBKVEngine(directory: directory, mapSize: 64 << 10)
+        let store = try KVStore(engine: engine)
+        try store.defineTable(Self.schema)
+        for batch in 0..<3 { try store.upsert(Self.rows("s\(batch)", 400), into: "T") }
+        let afterStoreCalls = engine.growths
+        #expect(afterStoreCalls > 0, "a 64 KiB map must grow under 1,200 rows")
+        try store.write { tx in
+            try tx.upsert(Self.rows("w", 400), into: "T")
+            // A nested write that writes 600 rows (the map grows under it) and then throws: undone by a
+            // restart of the transaction and a replay of the 400 rows before it.
+            do {
+                try tx.performWrite { inner in
+                    try inner.upsert(Self.rows("failed", 600), into: "T")
+                    throw Boom()
+                }
+            } catch is Boom {}
+            try tx.delete(matching: Query("T", where: Field("n") == .literal(.int(3))))
+        }
+        #expect(engine.growths > afterStoreCalls, "the map must also grow inside the write body")
+        #expect(try store.read(table: "T", id: "failed-0") == nil)
+        #expect(try store.read(table: "T", id: "w-399") != nil)
+        let expected = 1_600 - 160
+        #expect(try Self.checkedCount(store) == expected)
+        try store.close()
+
+        let reopened = try KVStore(engine: try LMDBKVEngine(directory: directory))
+        defer { try? reopened.close() }
+        #expect(try Self.checkedCount(reopened) == expected)
+    }
+}
