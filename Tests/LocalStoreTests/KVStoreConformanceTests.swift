@@ -26,10 +26,15 @@ struct KVStoreConformanceTests {
 /// - restarts (``OrderedKeyValueWriter/canRestart``, no savepoints): `KVStore` keeps what the transaction
 ///   wrote, and a failed call, rolled-back nested write or refused input restarts the engine's transaction
 ///   and replays the writes made before it;
-/// - an engine that also restarts on its own (``SelfRestartingEngine``).
-@Suite("KVStore on engines that undo by savepoints or restarts: the whole conformance suite")
+/// - an engine that also restarts on its own (``SelfRestartingEngine``);
+/// - and, on another axis, an engine that stores keys of 32 bytes and more truncated
+///   (``KeyLengthLimitedEngine``): most index entries and every long id take that path.
+@Suite("KVStore on engines that undo by savepoints or restarts, or limit their keys: the whole conformance suite")
 struct KVStoreUndoModeConformanceTests {
     static let factories = [
+        StoreFactory(name: "kv-memory-key-limit-32", isPersistent: false) { _ in
+            try KVStore(engine: KeyLengthLimitedEngine(InMemoryKVEngine(), maximumKeyLength: 32))
+        },
         StoreFactory(name: "kv-memory-savepoints", isPersistent: false) { _ in try KVStore(engine: InMemoryKVEngine(savepoints: true)) },
         StoreFactory(name: "kv-memory-restarts", isPersistent: false) { _ in try KVStore(engine: InMemoryKVEngine(restarts: true)) },
         StoreFactory(name: "kv-memory-self-restarting", isPersistent: false) { _ in try KVStore(engine: SelfRestartingEngine()) },

@@ -62,3 +62,38 @@ struct LMDBKVEngineTests {
         #expect(try Self.checkedCount(reopened) == expected)
     }
 }
+
+@Suite("KVStore over LMDB with KeyLengthLimitedEngine: ids and indexed values longer than LMDB's 511-byte keys")
+struct LMDBKVLongKeyTests {
+    @Test("2,000-byte ids and indexed strings: read by id, queried through the index, in order, deleted, after reopening too")
+    func longKeys() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("LMDBKVLongKeys-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        func open() throws -> KVStore<KeyLengthLimitedEngine<LMDBKVEngine>> {
+            try KVStore(engine: KeyLengthLimitedEngine(LMDBKVEngine(directory: directory, mapSize: 1 << 20), maximumKeyLength: 511))
+        }
+        let stem = String(repeating: "k", count: 2_000)
+        let store = try open()
+        try store.defineTable(TableSchema("T", ["id": .string, "s": .string, "n": .integer], indexed: ["s"]))
+        // 30 ids and values that share their first 2,000 bytes and differ only at the end.
+        try store.upsert((0..<30).map { i in ["id": .string(stem + String(format: "%02d", i)), "s": .string(stem + String(format: "%02d", 29 - i)), "n": .int(Int64(i))] }, into: "T")
+        func check(_ s: some LocalStoreAccess, deleted: Set<Int>) throws {
+            for i in 0..<30 {
+                let item = try s.read(table: "T", id: .string(stem + String(format: "%02d", i)))
+                #expect((item?["n"] == .int(Int64(i))) == !deleted.contains(i), "id \(i)")
+                let byValue = try s.read(Query("T", where: Field("s") == .literal(.string(stem + String(format: "%02d", 29 - i))))).items
+                #expect(byValue.map { $0["n"] } == (deleted.contains(i) ? [] : [.int(Int64(i))]), "s of \(i)")
+            }
+            // Ordered by the long indexed value, through its index: whole-value order, not the hash's.
+            let ordered = try s.read(Query("T", sort: [SortKey("s")], top: 10)).items.map { $0["n"] }
+            #expect(ordered == (0..<30).reversed().filter { !deleted.contains($0) }.prefix(10).map { .int(Int64($0)) })
+        }
+        try check(store, deleted: [])
+        try store.delete(ids: [.string(stem + "07"), .string(stem + "21")], from: "T")
+        try check(store, deleted: [7, 21])
+        try store.close()
+        let reopened = try open()
+        defer { try? reopened.close() }
+        try check(reopened, deleted: [7, 21])
+    }
+}

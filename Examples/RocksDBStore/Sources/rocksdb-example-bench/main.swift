@@ -12,7 +12,7 @@ import RocksDBStore
 // rate is the median of its rounds: on a shared machine a backend's rate swings by up to 2× from one
 // minute to the next, and alternating them keeps all under the same load. `kv-lmdb` (not run unless
 // named) is the toolkit's `KVStore` over LMDB (LMDBKVEngine.swift): what the toolkit costs against
-// `LMDBStore` on the same engine; `kv-lmdb-grow` the same with a small map that grows (KVStore's replays).
+// `LMDBStore` on the same engine; `kv-lmdb-grow` the same with a small map that grows (KVStore's replays) and long keys (KeyLengthLimitedEngine).
 // Usage: rocksdb-example-bench [records] [rounds] [backend ...] [workload ...]   (backends: lmdb rocksdb
 // kv-lmdb kv-lmdb-grow, default lmdb rocksdb, each ratio is to the first named; workloads: the `localstore bench` names,
 // default all)
@@ -23,12 +23,13 @@ let available = [
     BenchBackend.persistent(name: "lmdb", baseline: nil, file: "store.lmdb") { try LMDBStore(path: $0) },
     BenchBackend.persistent(name: "rocksdb", baseline: nil, file: "rocksdb") { try RocksDBStore.open(directory: $0) },
     BenchBackend.persistent(name: "kv-lmdb", baseline: nil, file: "kv-lmdb") { try KVStore(engine: LMDBKVEngine(directory: $0)) },
-    // The same with a map of 64 KiB that grows (doubling) whenever a transaction finds it full: the toolkit's
-    // replay of the transactions LMDB began again, checked by every workload's result checks.
+    // The same with a map of 64 KiB that grows (doubling) whenever a transaction finds it full — the toolkit's
+    // replay of the transactions LMDB began again, checked by every workload's result checks — and keys of
+    // 511 bytes and more stored truncated (KeyLengthLimitedEngine): a complete backend, at a cost.
     BenchBackend.persistent(name: "kv-lmdb-grow", baseline: nil, file: "kv-lmdb-grow") { path in
         let engine = try LMDBKVEngine(directory: path, mapSize: 64 << 10)
         growingEngines.withLock { $0.append(engine) }
-        return try KVStore(engine: engine)
+        return try KVStore(engine: KeyLengthLimitedEngine(engine, maximumKeyLength: 511))
     },
 ]
 /// The growing engines opened, for the count of their growths.
