@@ -51,6 +51,11 @@ public struct KeyLengthLimitedEngine<Base: OrderedKeyValueEngine>: OrderedKeyVal
         keys = LongKeys(limit: maximumKeyLength, hash: hash)
     }
 
+    /// A read snapshot of the base engine, showing whole keys.
+    public typealias Reader = LongKeyView<Base.Reader>
+    /// A write transaction of the base engine, showing whole keys; its savepoints and restarts are the base's.
+    public typealias Writer = LongKeyView<Base.Writer>
+
     @inlinable public func read<R>(_ body: (Reader) throws -> R) throws -> R {
         try base.read { try body(Reader(base: $0, keys: keys)) }
     }
@@ -60,86 +65,63 @@ public struct KeyLengthLimitedEngine<Base: OrderedKeyValueEngine>: OrderedKeyVal
     }
 
     public func close() throws { try base.close() }
+}
 
-    /// A read snapshot of the base engine, showing whole keys.
-    public struct Reader: OrderedKeyValueReader {
-        @usableFromInline let base: Base.Reader
-        @usableFromInline let keys: LongKeys
+/// A read snapshot or write transaction of a ``KeyLengthLimitedEngine``'s base engine, showing whole keys.
+public struct LongKeyView<Base: OrderedKeyValueReader>: OrderedKeyValueReader {
+    @usableFromInline let base: Base
+    @usableFromInline let keys: LongKeys
+    @usableFromInline var limit: Int { keys.limit }
 
-        @usableFromInline init(base: Base.Reader, keys: LongKeys) {
-            self.base = base
-            self.keys = keys
-        }
-
-        @inlinable public var snapshotNumber: UInt64? { base.snapshotNumber }
-
-        @inlinable public func get(_ key: [UInt8]) throws -> [UInt8]? { try keys.get(key, base) }
-
-        @inlinable public func withValue<R>(_ key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
-            try keys.withValue(key, base, body)
-        }
-
-        @inlinable public func scan(
-            from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
-        ) throws {
-            try keys.scan(base, from: lower, to: upper, reverse: reverse, body)
-        }
+    @usableFromInline init(base: Base, keys: LongKeys) {
+        self.base = base
+        self.keys = keys
     }
 
-    /// A write transaction of the base engine, showing whole keys; its savepoints and restarts are the base's.
-    public struct Writer: OrderedKeyValueWriter {
-        @usableFromInline let base: Base.Writer
-        @usableFromInline let keys: LongKeys
-        @usableFromInline var limit: Int { keys.limit }
+    @inlinable public var snapshotNumber: UInt64? { base.snapshotNumber }
 
-        @usableFromInline init(base: Base.Writer, keys: LongKeys) {
-            self.base = base
-            self.keys = keys
-        }
+    @inlinable public func get(_ key: [UInt8]) throws -> [UInt8]? { try keys.get(key, base) }
 
-        @inlinable public var snapshotNumber: UInt64? { base.snapshotNumber }
-
-        @inlinable public func get(_ key: [UInt8]) throws -> [UInt8]? { try keys.get(key, base) }
-
-        @inlinable public func withValue<R>(_ key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
-            try keys.withValue(key, base, body)
-        }
-
-        @inlinable public func scan(
-            from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
-        ) throws {
-            try keys.scan(base, from: lower, to: upper, reverse: reverse, body)
-        }
-
-        @inlinable public func put(_ key: [UInt8], _ value: [UInt8]) throws {
-            guard key.count >= limit else { return try base.put(key, value) }
-            let stored = keys.stored(key)
-            if let existing = try base.get(stored), try LongKeys.split(existing).key != key[...] {
-                throw LocalStoreError(
-                    .constraint, "two keys longer than \(limit - 1) bytes share their first \(limit - 8) bytes and their hash; the second cannot be stored")
-            }
-            var entry: [UInt8] = []
-            entry.reserveCapacity(key.count + value.count + 3)
-            RecordCodec.appendVarint(UInt64(key.count), into: &entry)
-            entry.append(contentsOf: key)
-            entry.append(contentsOf: value)
-            try base.put(stored, entry)
-        }
-
-        @inlinable public func delete(_ key: [UInt8]) throws {
-            guard key.count >= limit else { return try base.delete(key) }
-            let stored = keys.stored(key)
-            guard let existing = try base.get(stored), try LongKeys.split(existing).key == key[...] else { return }
-            try base.delete(stored)
-        }
-
-        @inlinable public var hasSavepoints: Bool { base.hasSavepoints }
-        @inlinable public func setSavepoint() throws { try base.setSavepoint() }
-        @inlinable public func rollbackToSavepoint() throws { try base.rollbackToSavepoint() }
-        @inlinable public var canRestart: Bool { base.canRestart }
-        @inlinable public func restart() throws { try base.restart() }
-        @inlinable public var restartsOnItsOwn: Bool { base.restartsOnItsOwn }
+    @inlinable public func withValue<R>(_ key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
+        try keys.withValue(key, base, body)
     }
+
+    @inlinable public func scan(
+        from lower: [UInt8], to upper: [UInt8]?, reverse: Bool, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        try keys.scan(base, from: lower, to: upper, reverse: reverse, body)
+    }
+}
+
+extension LongKeyView: OrderedKeyValueWriter where Base: OrderedKeyValueWriter {
+    @inlinable public func put(_ key: [UInt8], _ value: [UInt8]) throws {
+        guard key.count >= limit else { return try base.put(key, value) }
+        let stored = keys.stored(key)
+        if let existing = try base.get(stored), try LongKeys.split(existing).key != key[...] {
+            throw LocalStoreError(
+                .constraint, "two keys longer than \(limit - 1) bytes share their first \(limit - 8) bytes and their hash; the second cannot be stored")
+        }
+        var entry: [UInt8] = []
+        entry.reserveCapacity(key.count + value.count + 3)
+        RecordCodec.appendVarint(UInt64(key.count), into: &entry)
+        entry.append(contentsOf: key)
+        entry.append(contentsOf: value)
+        try base.put(stored, entry)
+    }
+
+    @inlinable public func delete(_ key: [UInt8]) throws {
+        guard key.count >= limit else { return try base.delete(key) }
+        let stored = keys.stored(key)
+        guard let existing = try base.get(stored), try LongKeys.split(existing).key == key[...] else { return }
+        try base.delete(stored)
+    }
+
+    @inlinable public var hasSavepoints: Bool { base.hasSavepoints }
+    @inlinable public func setSavepoint() throws { try base.setSavepoint() }
+    @inlinable public func rollbackToSavepoint() throws { try base.rollbackToSavepoint() }
+    @inlinable public var canRestart: Bool { base.canRestart }
+    @inlinable public func restart() throws { try base.restart() }
+    @inlinable public var restartsOnItsOwn: Bool { base.restartsOnItsOwn }
 }
 
 /// The key mapping of ``KeyLengthLimitedEngine``.

@@ -8,18 +8,7 @@ import Testing
 /// (both directions, bounds of every length, stopped early) give the same entries in the same order.
 @Suite("KeyLengthLimitedEngine: keys of any length behave as in an engine without a limit")
 struct KeyLengthLimitedEngineTests {
-    /// A deterministic generator (SplitMix64).
-    private struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    }
+    private typealias Random = SplitMix64
 
     /// A key of 0...44 bytes: a common stem of up to 20 bytes (so that long keys share their first bytes),
     /// then bytes from {00, 01, 61, FE, FF}.
