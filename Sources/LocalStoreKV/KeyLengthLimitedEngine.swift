@@ -20,8 +20,11 @@ import LocalStore
 ///   keys.
 ///
 /// Two long keys with the same first bytes and the same hash cannot both be stored: the second write fails
-/// with `constraint` and leaves the store as it was. The layout is a format: a store written through this
-/// engine must be opened through it again, with the same limit.
+/// with `constraint` and leaves the store as it was. The layout is a format, recorded under the reserved key
+/// ``markerKey`` (the limit, 8 bytes big-endian), which no put, delete or scan of the views reaches: opening
+/// a store with another limit fails with `versionMismatch`, and so does opening through this engine a store
+/// that already holds a key of the limit's length or more (written without it). The first opening of a store
+/// records the limit (and reads every key of a store that has entries but no record).
 public struct KeyLengthLimitedEngine<Base: OrderedKeyValueEngine>: OrderedKeyValueEngine {
     /// The engine the entries are stored in.
     public let base: Base
@@ -49,6 +52,45 @@ public struct KeyLengthLimitedEngine<Base: OrderedKeyValueEngine>: OrderedKeyVal
         self.base = base
         self.maximumKeyLength = maximumKeyLength
         keys = LongKeys(limit: maximumKeyLength, hash: hash)
+        try Self.checkFormat(base, limit: maximumKeyLength)
+    }
+
+    /// The reserved key under which the limit is recorded: `FF 00 4B 4C`.
+    public static var markerKey: [UInt8] { LongKeys.marker }
+
+    /// Checks the recorded limit, or records it when the store has none (after checking that no key is as long
+    /// as the limit); an engine's restarts of its own are run again.
+    private static func checkFormat(_ base: Base, limit: Int) throws {
+        func check(_ recorded: [UInt8]) throws {
+            guard recorded.count == 8, KeyCodec.readBigEndian(recorded) == UInt64(limit) else {
+                throw LocalStoreError(
+                    .versionMismatch, "the store's long keys were stored with another key length limit than \(limit) bytes (recorded: \(recorded))")
+            }
+        }
+        if let recorded = try base.read({ try $0.get(LongKeys.marker) }) { return try check(recorded) }
+        for _ in 0..<KVWrites<Base.Writer>.restartLimit {
+            do {
+                return try base.write { writer in
+                    if let recorded = try writer.get(LongKeys.marker) { return try check(recorded) }
+                    var long: Int?
+                    try writer.scan(from: [], to: nil, reverse: false) { key, _ in
+                        guard key.count >= limit else { return true }
+                        long = key.count
+                        return false
+                    }
+                    if let long {
+                        throw LocalStoreError(
+                            .versionMismatch, "the store holds a key of \(long) bytes, stored without KeyLengthLimitedEngine's limit of \(limit) bytes")
+                    }
+                    var bytes: [UInt8] = []
+                    KeyCodec.appendBigEndian(UInt64(limit), into: &bytes)
+                    try writer.put(LongKeys.marker, bytes)
+                }
+            } catch is OrderedKeyValueRestarted {
+                continue
+            }
+        }
+        throw LocalStoreError(.ioError, "the engine kept beginning the transaction that records the key length limit again")
     }
 
     /// A read snapshot of the base engine, showing whole keys.
@@ -91,11 +133,21 @@ public struct LongKeyView<Base: OrderedKeyValueReader>: OrderedKeyValueReader {
     ) throws {
         try keys.scan(base, from: lower, to: upper, reverse: reverse, body)
     }
+
+    /// Refuses the reserved key.
+    @inlinable func checkWritable(_ key: [UInt8]) throws {
+        if key.count == LongKeys.marker.count && key == LongKeys.marker {
+            throw LocalStoreError(.invalidValue, "the key FF 00 4B 4C is reserved by KeyLengthLimitedEngine")
+        }
+    }
 }
 
 extension LongKeyView: OrderedKeyValueWriter where Base: OrderedKeyValueWriter {
     @inlinable public func put(_ key: [UInt8], _ value: [UInt8]) throws {
-        guard key.count >= limit else { return try base.put(key, value) }
+        guard key.count >= limit else {
+            try checkWritable(key)
+            return try base.put(key, value)
+        }
         let stored = keys.stored(key)
         if let existing = try base.get(stored), try LongKeys.split(existing).key != key[...] {
             throw LocalStoreError(
@@ -110,7 +162,10 @@ extension LongKeyView: OrderedKeyValueWriter where Base: OrderedKeyValueWriter {
     }
 
     @inlinable public func delete(_ key: [UInt8]) throws {
-        guard key.count >= limit else { return try base.delete(key) }
+        guard key.count >= limit else {
+            try checkWritable(key)
+            return try base.delete(key)
+        }
         let stored = keys.stored(key)
         guard let existing = try base.get(stored), try LongKeys.split(existing).key == key[...] else { return }
         try base.delete(stored)
@@ -135,6 +190,9 @@ extension LongKeyView: OrderedKeyValueWriter where Base: OrderedKeyValueWriter {
         self.limit = limit
         self.hash = hash
     }
+
+    /// The reserved key of the recorded limit (``KeyLengthLimitedEngine/markerKey``).
+    @usableFromInline static let marker: [UInt8] = [0xFF, 0x00, 0x4B, 0x4C]
 
     /// The stored key of `key` (at least `limit` bytes long): its first `limit - 8` bytes and its hash.
     @inlinable func stored(_ key: [UInt8]) -> [UInt8] {
@@ -175,7 +233,7 @@ extension LongKeyView: OrderedKeyValueWriter where Base: OrderedKeyValueWriter {
     }
 
     @inlinable func get(_ key: [UInt8], _ base: some OrderedKeyValueReader) throws -> [UInt8]? {
-        guard key.count >= limit else { return try base.get(key) }
+        guard key.count >= limit else { return key == Self.marker ? nil : try base.get(key) }
         guard let entry = try base.get(stored(key)) else { return nil }
         let (whole, value) = try Self.split(entry)
         return whole.elementsEqual(key) ? Array(value) : nil
@@ -184,7 +242,7 @@ extension LongKeyView: OrderedKeyValueWriter where Base: OrderedKeyValueWriter {
     @inlinable func withValue<R>(
         _ key: [UInt8], _ base: some OrderedKeyValueReader, _ body: (UnsafeRawBufferPointer?) throws -> R
     ) throws -> R {
-        guard key.count >= limit else { return try base.withValue(key, body) }
+        guard key.count >= limit else { return key == Self.marker ? try body(nil) : try base.withValue(key, body) }
         return try base.withValue(stored(key)) { entry in
             guard let entry else { return try body(nil) }
             let (whole, value) = try Self.split(entry)
@@ -240,6 +298,7 @@ extension LongKeyView: OrderedKeyValueWriter where Base: OrderedKeyValueWriter {
                     if stopped { return false }
                 }
                 guard exact || inRange(key) else { return true }
+                if key.count == Self.marker.count && key.elementsEqual(Self.marker) { return true }
                 return try body(key, value)
             }
             // A stored key's first p bytes are its whole key's.

@@ -90,7 +90,8 @@ struct KeyLengthLimitedEngineTests {
                 stored.append(Array(key))
                 return true
             }
-            #expect(stored.map(\.count).sorted() == [23, 24])
+            #expect(stored.map(\.count).sorted() == [4, 23, 24], "the recorded limit, the short key, the truncated one")
+            #expect(try raw.get(KeyLengthLimitedEngine<InMemoryKVEngine>.markerKey) == [0, 0, 0, 0, 0, 0, 0, 24])
         }
         #expect(throws: LocalStoreError.self) { _ = try KeyLengthLimitedEngine(base, maximumKeyLength: 23) }
     }
@@ -110,5 +111,33 @@ struct KeyLengthLimitedEngineTests {
         #expect(gotFirst == [1] && gotSecond == nil && lentSecond == nil)
         try engine.write { w in try w.put(first, [3]) }
         #expect(try engine.read { r in try r.get(first) } == [3], "the key itself is written again")
+    }
+
+    @Test("the limit is recorded: another limit, or a store holding a key as long as the limit, is a version mismatch; the record is hidden")
+    func recordedLimit() throws {
+        let base = InMemoryKVEngine()
+        try base.write { w in try w.put([1, 2, 3], [9]) }
+        let limited = try KeyLengthLimitedEngine(base, maximumKeyLength: 24)
+        let long = Array(repeating: UInt8(5), count: 40)
+        try limited.write { w in try w.put(long, [7]) }
+        #expect(throws: LocalStoreError.self) { _ = try KeyLengthLimitedEngine(base, maximumKeyLength: 25) }
+        let again = try KeyLengthLimitedEngine(base, maximumKeyLength: 24)
+        // The record is invisible to the views, and cannot be written through them.
+        let (all, marker) = try again.read { r -> ([[UInt8]], [UInt8]?) in
+            var keys: [[UInt8]] = []
+            try r.scan(from: [], to: nil, reverse: false) { key, _ in
+                keys.append(Array(key))
+                return true
+            }
+            return (keys, try r.get(KeyLengthLimitedEngine<InMemoryKVEngine>.markerKey))
+        }
+        #expect(all == [[1, 2, 3], long] && marker == nil)
+        #expect(throws: LocalStoreError.self) { try again.write { w in try w.put(KeyLengthLimitedEngine<InMemoryKVEngine>.markerKey, [0]) } }
+        // A store written without the limit, holding a key as long as it: refused.
+        let plain = InMemoryKVEngine()
+        try plain.write { w in try w.put(Array(repeating: UInt8(1), count: 30), [1]) }
+        #expect {
+            _ = try KeyLengthLimitedEngine(plain, maximumKeyLength: 24)
+        } throws: { ($0 as? LocalStoreError)?.code == .versionMismatch }
     }
 }
