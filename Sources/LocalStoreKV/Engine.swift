@@ -148,6 +148,27 @@ public struct OrderedKeyValueRestarted: Error, Sendable {
     public init(_ reason: String = "the engine began the transaction again") { self.reason = reason }
 }
 
+extension OrderedKeyValueRestarted {
+    /// How many times in a row an engine may begin a transaction again before the write fails.
+    static var limit: Int { 64 }
+
+    /// Runs `body`, and again each time it throws a restart, up to ``limit`` restarts in a row (counting
+    /// `first`, one that already happened); then fails with `ioError`.
+    static func retrying<T>(after first: OrderedKeyValueRestarted? = nil, _ body: () throws -> T) throws -> T {
+        var restarts = first == nil ? 0 : 1
+        while true {
+            do {
+                return try body()
+            } catch let again as OrderedKeyValueRestarted {
+                restarts += 1
+                guard restarts < limit else {
+                    throw LocalStoreError(.ioError, "the engine began the write transaction again \(restarts) times in a row (\(again.reason))")
+                }
+            }
+        }
+    }
+}
+
 extension OrderedKeyValueWriter {
     /// No savepoints: `KVStore` logs what each write replaces.
     public var hasSavepoints: Bool { false }

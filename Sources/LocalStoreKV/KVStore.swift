@@ -41,8 +41,6 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
     private(set) var redoIsComplete = true
     /// Whether the engine may restart the transaction on its own (``OrderedKeyValueWriter/restartsOnItsOwn``).
     private let keepsEverything: Bool
-    /// How many times in a row the engine may begin a transaction again before the write fails.
-    static var restartLimit: Int { 64 }
     /// Set when undoing failed: the transaction can then only roll back.
     private(set) var failure: LocalStoreError?
 
@@ -126,20 +124,11 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
     }
 
     /// Writes `writes` again on `writer`, whose transaction began again (`restarted`: why, when the engine
-    /// did it), and again each time the engine begins it again meanwhile, up to ``restartLimit`` times.
+    /// did it), and again each time the engine begins it again meanwhile (``OrderedKeyValueRestarted/retrying(after:_:)``).
     static func replay(_ writes: [Write], on writer: Writer, _ restarted: OrderedKeyValueRestarted? = nil) throws {
-        var restarts = restarted == nil ? 0 : 1
-        while true {
-            do {
-                for (key, value) in writes {
-                    if let value { try writer.put(key, value) } else { try writer.delete(key) }
-                }
-                return
-            } catch let again as OrderedKeyValueRestarted {
-                restarts += 1
-                guard restarts < restartLimit else {
-                    throw LocalStoreError(.ioError, "the engine began the write transaction again \(restarts) times in a row (\(again.reason))")
-                }
+        try OrderedKeyValueRestarted.retrying(after: restarted) {
+            for (key, value) in writes {
+                if let value { try writer.put(key, value) } else { try writer.delete(key) }
             }
         }
     }
@@ -427,7 +416,7 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
         self.coveringIndexes = coveringIndexes
         self.systemTableNames = systemTableNames
         tracker = CommitTracker(center: changeCenter)
-        let catalog = try restarting { try engine.write { writer -> KVCatalog in
+        let catalog = try OrderedKeyValueRestarted.retrying { try engine.write { writer -> KVCatalog in
             var catalog = try KVCatalog.load(writer)
             for schema in systemTableNames.schemas where catalog.tables[Identifier.fold(schema.name)] == nil {
                 let record = KVTableRecord(number: catalog.nextTableNumber, schema: schema, specs: [])
@@ -641,36 +630,12 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
     /// catalog version the transaction began on: no write and no definition of any store object since), or
     /// not at all (`busy`).
     private func replayCommit(_ writes: [KVWrites<Engine.Writer>.Write], state: [UInt64], _ restarted: OrderedKeyValueRestarted) throws {
-        var restarts = 1
-        while true {
-            do {
-                return try engine.write { writer in
-                    guard try [KVCatalog.readNumber(KVKeys.commits, writer), Self.definitions(writer)] == state else {
-                        throw LocalStoreError(.busy, "another writer committed while the engine began this transaction's commit again (\(restarted.reason)): nothing was committed")
-                    }
-                    try KVWrites<Engine.Writer>.replay(writes, on: writer)
+        try OrderedKeyValueRestarted.retrying(after: restarted) {
+            try engine.write { writer in
+                guard try [KVCatalog.readNumber(KVKeys.commits, writer), Self.definitions(writer)] == state else {
+                    throw LocalStoreError(.busy, "another writer committed while the engine began this transaction's commit again (\(restarted.reason)): nothing was committed")
                 }
-            } catch let again as OrderedKeyValueRestarted {
-                restarts += 1
-                guard restarts < KVWrites<Engine.Writer>.restartLimit else {
-                    throw LocalStoreError(.ioError, "the engine began the write transaction again \(restarts) times in a row (\(again.reason))")
-                }
-            }
-        }
-    }
-
-    /// Runs `body` (a write transaction of the store's own: opening, a definition) again each time the
-    /// engine began it again (``OrderedKeyValueRestarted``), up to the limit.
-    private func restarting<T>(_ body: () throws -> T) throws -> T {
-        var restarts = 0
-        while true {
-            do {
-                return try body()
-            } catch let restarted as OrderedKeyValueRestarted {
-                restarts += 1
-                guard restarts < KVWrites<Engine.Writer>.restartLimit else {
-                    throw LocalStoreError(.ioError, "the engine began the write transaction again \(restarts) times in a row (\(restarted.reason))")
-                }
+                try KVWrites<Engine.Writer>.replay(writes, on: writer)
             }
         }
     }
@@ -681,7 +646,7 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
                 throw LocalStoreError(.reservedName, "'\(schema.name)' is the name of a system table", table: schema.name)
             }
             try schema.validate()
-            try restarting { try engine.write { writer in
+            try OrderedKeyValueRestarted.retrying { try engine.write { writer in
                 var catalog = try catalog(writer)
                 let existing = catalog.tables[Identifier.fold(schema.name)]
                 let merged = try existing.map { try $0.schema.merged(with: schema) } ?? schema

@@ -68,29 +68,24 @@ public struct KeyLengthLimitedEngine<Base: OrderedKeyValueEngine>: OrderedKeyVal
             }
         }
         if let recorded = try base.read({ try $0.get(LongKeys.marker) }) { return try check(recorded) }
-        for _ in 0..<KVWrites<Base.Writer>.restartLimit {
-            do {
-                return try base.write { writer in
-                    if let recorded = try writer.get(LongKeys.marker) { return try check(recorded) }
-                    var long: Int?
-                    try writer.scan(from: [], to: nil, reverse: false) { key, _ in
-                        guard key.count >= limit else { return true }
-                        long = key.count
-                        return false
-                    }
-                    if let long {
-                        throw LocalStoreError(
-                            .versionMismatch, "the store holds a key of \(long) bytes, stored without KeyLengthLimitedEngine's limit of \(limit) bytes")
-                    }
-                    var bytes: [UInt8] = []
-                    KeyCodec.appendBigEndian(UInt64(limit), into: &bytes)
-                    try writer.put(LongKeys.marker, bytes)
+        try OrderedKeyValueRestarted.retrying {
+            try base.write { writer in
+                if let recorded = try writer.get(LongKeys.marker) { return try check(recorded) }
+                var long: Int?
+                try writer.scan(from: [], to: nil, reverse: false) { key, _ in
+                    guard key.count >= limit else { return true }
+                    long = key.count
+                    return false
                 }
-            } catch is OrderedKeyValueRestarted {
-                continue
+                if let long {
+                    throw LocalStoreError(
+                        .versionMismatch, "the store holds a key of \(long) bytes, stored without KeyLengthLimitedEngine's limit of \(limit) bytes")
+                }
+                var bytes: [UInt8] = []
+                KeyCodec.appendBigEndian(UInt64(limit), into: &bytes)
+                try writer.put(LongKeys.marker, bytes)
             }
         }
-        throw LocalStoreError(.ioError, "the engine kept beginning the transaction that records the key length limit again")
     }
 
     /// A read snapshot of the base engine, showing whole keys.
