@@ -38,15 +38,7 @@ enum KVKeys {
     /// Appends ``rows(_:)``'s bytes: 01 and the table number (4 bytes, big-endian).
     static func appendRows(_ table: UInt32, into out: inout [UInt8]) {
         out.append(0x01)
-        appendNumber(table, into: &out)
-    }
-
-    /// Appends `table` as 4 big-endian bytes.
-    @inline(__always) static func appendNumber(_ table: UInt32, into out: inout [UInt8]) {
-        out.append(UInt8(truncatingIfNeeded: table >> 24))
-        out.append(UInt8(truncatingIfNeeded: table >> 16))
-        out.append(UInt8(truncatingIfNeeded: table >> 8))
-        out.append(UInt8(truncatingIfNeeded: table))
+        KeyCodec.appendBigEndian(width: table, into: &out)
     }
 
     /// ``rows(_:)`` followed by `idKey`, in one allocation.
@@ -77,9 +69,8 @@ enum KVKeys {
     /// Appends ``index(_:_:)``'s bytes: 02, the table number (4 bytes) and the index number (2 bytes), big-endian.
     static func appendIndex(_ table: UInt32, _ index: UInt16, into out: inout [UInt8]) {
         out.append(0x02)
-        appendNumber(table, into: &out)
-        out.append(UInt8(truncatingIfNeeded: index >> 8))
-        out.append(UInt8(truncatingIfNeeded: index))
+        KeyCodec.appendBigEndian(width: table, into: &out)
+        KeyCodec.appendBigEndian(width: index, into: &out)
     }
 
 }

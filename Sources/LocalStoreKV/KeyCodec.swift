@@ -59,6 +59,11 @@ public enum KeyCodec {
 
     /// Appends `v` as 8 big-endian bytes (byte order equals numeric order).
     @inlinable @inline(__always) public static func appendBigEndian(_ v: UInt64, into out: inout [UInt8]) {
+        appendBigEndian(width: v, into: &out)
+    }
+
+    /// Appends `v` as big-endian bytes, as many as its type has (a `UInt32`: 4, a `UInt16`: 2).
+    @inlinable @inline(__always) public static func appendBigEndian<T: FixedWidthInteger & UnsignedInteger>(width v: T, into out: inout [UInt8]) {
         var x = v.bigEndian
         withUnsafeBytes(of: &x) { out.append(contentsOf: $0) }
     }
