@@ -132,13 +132,26 @@ struct KVFaultTests {
         return (engine, store)
     }
 
+    /// Runs `attempt` on a freshly seeded store once for each put (0..<`puts`) the engine fails at, from the
+    /// point `attempt` arms it; `attempt` returns whether the call under test failed. More than `minimum` runs
+    /// must fail, or the injected failures missed `what`.
+    private static func failingAtEachPut(
+        _ mode: UndoMode, puts: Int, minimum: Int, _ what: String,
+        _ attempt: (_ engine: FaultEngine, _ store: KVStore<FaultEngine>, _ failAt: Int) throws -> Bool
+    ) throws {
+        var failures = 0
+        for failAt in 0..<puts {
+            let (engine, store) = try seeded(mode)
+            if try attempt(engine, store, failAt) { failures += 1 }
+        }
+        #expect(failures > minimum, "the injected failures must hit \(what)")
+    }
+
     @Test(
         "a call failing at any put, in a write body or a nested write that goes on, is undone, and the rest commits",
         arguments: UndoMode.allCases, [false, true])
     func call(mode: UndoMode, nested: Bool) throws {
-        var failures = 0
-        for failAt in 0..<10 {
-            let (engine, store) = try Self.seeded(mode)
+        try Self.failingAtEachPut(mode, puts: 10, minimum: 3, "the call") { engine, store, failAt in
             var failed = false
             func body(_ tx: any LocalStoreTransaction) throws {
                 try tx.upsert([["id": "c", "n": 3]], into: "T")
@@ -156,16 +169,13 @@ struct KVFaultTests {
             try store.write { tx in try nested ? tx.performWrite(body) : body(tx) }
             let rows = try Self.state(store)
             #expect(rows.count == (failed ? 4 : 5), "failAt \(failAt): \(rows)")
-            if failed { failures += 1 }
+            return failed
         }
-        #expect(failures > 3, "the injected failures must hit the call")
     }
 
     @Test("a nested write failing at any put leaves nothing of it, the queue included", arguments: UndoMode.allCases)
     func nestedWrite(mode: UndoMode) throws {
-        var failures = 0
-        for failAt in 0..<16 {
-            let (engine, store) = try Self.seeded(mode)
+        try Self.failingAtEachPut(mode, puts: 16, minimum: 5, "the nested write") { engine, store, failAt in
             let queued = try store.pendingOperations().count
             var failed = false
             try store.write { tx in
@@ -189,16 +199,13 @@ struct KVFaultTests {
             }
             _ = try Self.state(store)
             #expect(try store.pendingOperations().count == queued + (failed ? 0 : 2), "failAt \(failAt)")
-            if failed { failures += 1 }
+            return failed
         }
-        #expect(failures > 5, "the injected failures must hit the nested write")
     }
 
     @Test("a composite call failing at any put, in a write body or on its own, leaves nothing of it", arguments: UndoMode.allCases)
     func compositeCall(mode: UndoMode) throws {
-        var failures = 0
-        for failAt in 0..<8 {
-            let (engine, store) = try Self.seeded(mode)
+        try Self.failingAtEachPut(mode, puts: 8, minimum: 3, "the composite call") { engine, store, failAt in
             var failed = false
             try store.write { tx in
                 let before = try Self.state(tx)
@@ -222,9 +229,8 @@ struct KVFaultTests {
                 #expect(try Self.state(store) == beforeUpsert, "failAt \(failAt)")
             }
             engine.failFrom = nil
-            if failed { failures += 1 }
+            return failed
         }
-        #expect(failures > 3, "the injected failures must hit the composite call")
     }
 
     @Test("an undo that fails: the transaction can only roll back, and commits nothing", arguments: UndoMode.allCases)
