@@ -129,7 +129,10 @@ let package = Package(
         ),
         .testTarget(
             name: "LocalStoreTests",
-            dependencies: ["LocalStore", "LocalStoreConformance", "LocalStoreLMDB", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreKV"]
+            dependencies: [
+                "LocalStore", "LocalStoreConformance", "LocalStoreLMDB", "LocalStoreSQLite", "LocalStoreSQLCipher", "LocalStoreKV",
+                "LocalStoreReliability",
+            ]
         ),
         .systemLibrary(
             name: "CLMDB",

@@ -1,6 +1,7 @@
 import Foundation
 import LocalStore
 import LocalStoreKV
+import LocalStoreReliability
 import Testing
 
 /// `KeyLengthLimitedEngine` against the same engine without a limit (the oracle): random puts and deletes
@@ -8,7 +9,7 @@ import Testing
 /// (both directions, bounds of every length, stopped early) give the same entries in the same order.
 @Suite("KeyLengthLimitedEngine: keys of any length behave as in an engine without a limit")
 struct KeyLengthLimitedEngineTests {
-    private typealias Random = SplitMix64
+    private typealias Random = SplitMix
 
     /// A key of 0...44 bytes: a common stem of up to 20 bytes (so that long keys share their first bytes),
     /// then bytes from {00, 01, 61, FE, FF}.
@@ -32,7 +33,7 @@ struct KeyLengthLimitedEngineTests {
 
     @Test("random writes, then every get and 400 random scans agree with the unlimited engine", arguments: [24, 27, 32])
     func agreesWithUnlimitedEngine(limit: Int) throws {
-        var r = Random(state: UInt64(limit))
+        var r = Random(seed: UInt64(limit))
         let limited = try KeyLengthLimitedEngine(InMemoryKVEngine(), maximumKeyLength: limit)
         let plain = InMemoryKVEngine()
         var keys: [[UInt8]] = []

@@ -1,5 +1,6 @@
 import Foundation
 import LocalStore
+import LocalStoreReliability
 import Testing
 
 @Suite("OData rendering")
@@ -79,7 +80,7 @@ struct ODataTests {
 
 @Suite("OData parsing")
 struct ODataParsingTests {
-    typealias RNG = SplitMix64
+    typealias RNG = SplitMix
 
     static func literal(_ r: inout RNG) -> Value {
         switch r.next() % 7 {
@@ -138,7 +139,7 @@ struct ODataParsingTests {
     /// in the same dialect and render to the same text.
     @Test(arguments: [UInt64(1), 2, 3, 4], [ODataDialect.v3, .v4])
     func renderParseRenderIsTheIdentity(seed: UInt64, dialect: ODataDialect) throws {
-        var r = RNG(state: seed)
+        var r = RNG(seed: seed)
         for _ in 0..<500 {
             var q = Query("TodoItem", where: Self.predicate(&r, 0))
             if r.next() % 2 == 0 { q.sort = [SortKey("priority", .descending), SortKey("text")] }

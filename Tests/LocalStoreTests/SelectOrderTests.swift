@@ -17,7 +17,7 @@ struct SelectOrderTests {
 
     @Test("in order, one row out of order, reversed and shuffled inputs give the full sort's rows")
     func arrivalOrders() throws {
-        var rng = ODataParsingTests.RNG(state: 7)
+        var rng = ODataParsingTests.RNG(seed: 7)
         var checked = 0
         for round in 0..<300 {
             let rows: [[Value]] = (0..<Int.random(in: 0...60, using: &rng)).map { n in
