@@ -63,10 +63,7 @@ package final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  
             pthread_rwlock_rdlock(gate)
         }
         // The spare read transactions go too: no transaction of the process may be active.
-        for cell in spareLock.withLock({ () -> [UnsafeMutablePointer<OpaquePointer?>] in defer { spareReads.removeAll() }; return spareReads }) {
-            mdb_txn_abort(cell.pointee)
-            cell.deallocate()
-        }
+        abortSpareReads()
         var info = MDB_envinfo()
         try Self.check(mdb_env_info(env, &info), "read the map size")
         try Self.check(mdb_env_set_mapsize(env, info.me_mapsize * 2), "grow the map")
@@ -83,6 +80,14 @@ package final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  
     /// each in the cell its `Access` reads it from.
     private var spareReads: [UnsafeMutablePointer<OpaquePointer?>] = []
     private let spareLock = NSLock()
+
+    /// Aborts the spare read transactions and frees their cells.
+    private func abortSpareReads() {
+        for cell in spareLock.withLock({ () -> [UnsafeMutablePointer<OpaquePointer?>] in defer { spareReads.removeAll() }; return spareReads }) {
+            mdb_txn_abort(cell.pointee)
+            cell.deallocate()
+        }
+    }
 
     package func read<R>(_ body: (Access) throws -> R) throws -> R {
         pthread_rwlock_rdlock(gate)
@@ -139,10 +144,7 @@ package final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  
     }
 
     package func close() throws {
-        for cell in spareLock.withLock({ () -> [UnsafeMutablePointer<OpaquePointer?>] in defer { spareReads.removeAll() }; return spareReads }) {
-            mdb_txn_abort(cell.pointee)
-            cell.deallocate()
-        }
+        abortSpareReads()
         mdb_env_close(env)
         pthread_rwlock_destroy(gate)
         gate.deallocate()
@@ -171,30 +173,26 @@ package final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  
         /// begins again on the same state and throws `OrderedKeyValueRestarted`; else checks `rc`.
         private func checkWrite(_ rc: Int32, _ what: String) throws {
             guard rc == MDB_MAP_FULL, engine.grows else { return try LMDBKVEngine.check(rc, what) }
-            let old = try txn
-            let id = mdb_txn_id(old)
-            mdb_txn_abort(old)
-            cell.pointee = nil
-            try engine.growMap()
-            var fresh: OpaquePointer?
-            try LMDBKVEngine.check(mdb_txn_begin(env, nil, 0, &fresh), "begin the write again")
-            cell.pointee = fresh
-            guard mdb_txn_id(fresh) == id else {
-                throw LocalStoreError(.busy, "another writer committed while the map grew: the transaction cannot go on")
-            }
+            try beginAgain(growing: true)
             throw OrderedKeyValueRestarted("the map was full and grew")
         }
 
-        package func restart() throws {
+        package func restart() throws { try beginAgain(growing: false) }
+
+        /// Aborts the transaction, grows the map when `growing`, and begins again: `busy` when another writer
+        /// committed meanwhile (the new transaction's id is not the old one's).
+        private func beginAgain(growing: Bool) throws {
             let old = try txn
             let id = mdb_txn_id(old)
             mdb_txn_abort(old)
             cell.pointee = nil
+            if growing { try engine.growMap() }
             var fresh: OpaquePointer?
             try LMDBKVEngine.check(mdb_txn_begin(env, nil, 0, &fresh), "begin the write again")
             cell.pointee = fresh
             guard mdb_txn_id(fresh) == id else {
-                throw LocalStoreError(.busy, "another writer committed while a failed call was undone: the transaction cannot go on")
+                throw LocalStoreError(
+                    .busy, "another writer committed while \(growing ? "the map grew" : "a failed call was undone"): the transaction cannot go on")
             }
         }
 
