@@ -38,6 +38,7 @@ extension ConformanceSuite {
         ConformanceCheck(name: "compoundIndexDefinition", compoundIndexDefinition),
         ConformanceCheck(name: "compoundIndexQueries", compoundIndexQueries),
         ConformanceCheck(name: "compoundIndexRandomQueries", compoundIndexRandomQueries),
+        ConformanceCheck(name: "deleteMatchingUpdatesEveryIndex", deleteMatchingUpdatesEveryIndex),
         ConformanceCheck(name: "compoundIndexLongKeys", compoundIndexLongKeys),
         ConformanceCheck(name: "compoundIndexLongIdTies", compoundIndexLongIdTies),
         ConformanceCheck(name: "queriesUseDeclaredIndexes", queriesUseDeclaredIndexes),

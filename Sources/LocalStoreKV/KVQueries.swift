@@ -185,6 +185,64 @@ struct KVReads {
         return try plan(table, try ResolvedQuery(query, schema: table.schema)).plan.accessPath(schema: table.schema)
     }
 
+    /// The keys `delete(matching:)` removes for `query` without `top` and `skip` over a plan that reads one
+    /// key range (of the rows or of an index) or every row, and how many rows they hold; `nil` for any
+    /// other query or plan. The range is walked once and each matching row's keys are collected on the
+    /// way: the walked entry's own key, the row's key, and the keys of its other index entries, built from
+    /// the columns those indexes hold — located in the record, not decoded whole.
+    func deletion(_ table: KVTable, _ query: ResolvedQuery, _ plan: QueryPlan) throws -> (keys: [[UInt8]], rows: Int)? {
+        guard query.top == nil, query.skip == 0 else { return nil }
+        let source: PlanSource
+        let range: KeyRange
+        switch plan {
+        case .ranges(let s, let r) where r.count == 1: (source, range) = (s, r[0])
+        case .compoundRanges(let index, let r, _) where r.count == 1: (source, range) = (.index(index), r[0])
+        case .scan: (source, range) = (.primary, .all)
+        default: return nil
+        }
+        let walked: KVIndexSpec? = if case .index(let index) = source { table.specs[index.slot] } else { nil }
+        let others = table.specs.filter { $0.number != walked?.number }
+        var needed = ColumnSet()
+        for spec in others { for column in spec.columns { needed.insert(column) } }
+        let columns = needed.members
+        let fields = RecordFields(schema: table.schema, through: columns.last ?? 0)
+        let filter = RecordFilter(query)
+        let prefix = table.prefix(source)
+        let keys = KVKeyRange(range, under: prefix)
+        // Behind a pointer, as in `matches`: the scan's closure updates them per entry.
+        let found = UnsafeMutablePointer<(keys: [[UInt8]], rows: Int, row: [Value])>.allocate(capacity: 1)
+        found.initialize(to: ([], 0, [Value](repeating: .null, count: table.schema.columns.count)))
+        defer {
+            found.deinitialize(count: 1)
+            found.deallocate()
+        }
+        var rowKey: [UInt8] = []
+        func collect(_ record: UnsafeRawBufferPointer, idKey: () -> [UInt8], entryKey: [UInt8]?, rowKey: () -> [UInt8]) throws {
+            guard try filter.matches(record) else { return }
+            let id = idKey()
+            if let entryKey { found.pointee.keys.append(entryKey) }
+            if !others.isEmpty {
+                try fields.locate(record)
+                for column in columns { found.pointee.row[column] = try fields.value(column) }
+                for spec in others { found.pointee.keys.append(table.entryKey(spec, found.pointee.row, idKey: id)) }
+            }
+            found.pointee.keys.append(rowKey())
+            found.pointee.rows += 1
+        }
+        try reader.scan(from: keys.lower, to: keys.upper, reverse: false) { key, value in
+            if let walked {
+                try table.withEntryRecord(walked, value, reader: reader, rowKey: &rowKey) { record in
+                    let id = Self.entryIdKey(walked, value)
+                    try collect(record, idKey: { id }, entryKey: Array(key), rowKey: { KVKeys.row(table.number, idKey: id) })
+                }
+            } else {
+                try collect(value, idKey: { Array(key[prefix.count...]) }, entryKey: nil, rowKey: { Array(key) })
+            }
+            return true
+        }
+        return (found.pointee.keys, found.pointee.rows)
+    }
+
     /// The rows matching `query` that its plan yields: all of them, except that an ordered walk stops after
     /// the group in which skip + top matches are out (a group: the entries equal in the components the
     /// walk orders by), so the shared evaluator's order and cut over them is its order and cut over all rows.

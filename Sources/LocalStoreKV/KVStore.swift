@@ -254,7 +254,15 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
     func delete(matching query: Query) throws -> (table: String, count: Int) {
         let table = try catalog.table(query.table)
         let resolved = try ResolvedQuery(query, schema: table.schema)
-        var matches = try reads.matches(table, resolved, try reads.plan(table, resolved).plan).rows
+        let plan = try reads.plan(table, resolved).plan
+        if let deletion = try reads.deletion(table, resolved, plan) {
+            try atomically {
+                for key in deletion.keys { try delete(key) }
+                try adjustRowCount(table, by: -deletion.rows)
+            }
+            return (table.schema.name, deletion.rows)
+        }
+        var matches = try reads.matches(table, resolved, plan).rows
         // Ordered only when the query cuts them (skip, top): otherwise every match goes, in any order.
         if resolved.top != nil || resolved.skip > 0 { matches = resolved.order(matches).rows }
         try atomically {

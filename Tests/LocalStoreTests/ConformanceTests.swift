@@ -60,6 +60,7 @@ struct ConformanceTests {
         "compoundIndexDefinition",
         "compoundIndexQueries",
         "compoundIndexRandomQueries",
+        "deleteMatchingUpdatesEveryIndex",
         "compoundIndexLongKeys",
         "compoundIndexLongIdTies",
         "queriesUseDeclaredIndexes",
@@ -206,6 +207,7 @@ struct ConformanceTests {
     @Test(arguments: Backends.all) func compoundIndexDefinition(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func compoundIndexQueries(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func compoundIndexRandomQueries(_ backend: StoreFactory) throws { try runCheck(backend) }
+    @Test(arguments: Backends.all) func deleteMatchingUpdatesEveryIndex(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func compoundIndexLongKeys(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func compoundIndexLongIdTies(_ backend: StoreFactory) throws { try runCheck(backend) }
     @Test(arguments: Backends.all) func queriesUseDeclaredIndexes(_ backend: StoreFactory) throws { try runCheck(backend) }

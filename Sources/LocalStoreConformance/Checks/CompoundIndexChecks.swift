@@ -107,6 +107,63 @@ extension ConformanceSuite {
         }
     }
 
+    /// `delete(matching:)` removes a row's entries from every index, not only from the one its plan walks:
+    /// on a table with column indexes and compound indexes, deletes planned over each kind of access (a
+    /// range of ids, a column index, a compound index's prefix, a scan, an `IN` list, skip and top) leave
+    /// every index answering exactly the reference's rows and counts, in a write transaction too.
+    public static func deleteMatchingUpdatesEveryIndex(_ factory: StoreFactory) throws {
+        try withStore(factory) { store in
+            let compound = compoundSchema(indexes: [
+                TableIndex(("grp", .ascending), ("score", .descending)), TableIndex(("name", .descending), ("at", .ascending)),
+                TableIndex(("flag", .ascending), ("grp", .descending), ("name", .ascending)),
+            ])
+            let columns = compound.columns.map { Column($0.name, $0.type, indexed: ["score", "name", "at", "flag"].contains($0.name)) }
+            try store.defineTable(TableSchema(name: compound.name, columns: columns, indexes: compound.indexes))
+            var rows = compoundRows(count: 160, seed: 31)
+            try store.upsert(rows.map { Item($0) }, into: "Compound")
+            let grp = Field("grp")
+            let score = Field("score")
+            let name = Field("name")
+            let at = Field("at")
+            let flag = Field("flag")
+            let deletes: [(QueryPredicate?, [SortKey], Int, Int?)] = [
+                (Field("id") >= "k3" && Field("id") < "k5", [], 0, nil),  // a range of ids
+                (score == 1.5, [], 0, nil),  // a column index
+                (grp == 2 && score >= 1, [], 0, nil),  // a compound index's prefix and range
+                (name == "m1", [], 0, nil),  // a column index on a string (or the compound one it leads)
+                (at.isNull && flag == true, [], 0, nil),
+                (grp.isIn([0, 3]) && score < 1, [], 0, nil),  // several ranges
+                (flag == false, [SortKey("at", .descending)], 2, 5),  // skip and top
+            ]
+            let table = { Reference.Table(schema: compoundSchema(), rows: rows) }
+            for (step, (predicate, sort, skip, top)) in deletes.enumerated() {
+                let doomed = Set(PredicateData.rowIds(try Reference.select(table(), where: predicate, sort: sort, skip: skip, top: top)))
+                try expectEqual(doomed.isEmpty, false, "delete \(step) matches rows")
+                let query = Query("Compound", where: predicate, sort: sort, skip: skip, top: top)
+                if step % 2 == 0 {
+                    try store.delete(matching: query)
+                } else {
+                    try store.write { tx in try tx.delete(matching: query) }
+                }
+                rows.removeAll { doomed.contains($0["id"]?.stringValue ?? "") }
+                try expectEqual(try store.count("Compound"), rows.count, "rows after delete \(step) (\(String(describing: predicate)))")
+                for predicate in [grp == 1, score >= 1, name == "b", name.isNull, at > .literal(.date(date(120))), flag == true, grp == 2 && score < 2] as [QueryPredicate] {
+                    let expected = try Reference.select(table(), where: predicate, sort: [])
+                    try expectEqual(try store.count("Compound", where: predicate), expected.count, "after delete \(step): count where \(predicate)")
+                    try expectSameIds(
+                        try ids(try store.read(Query("Compound", where: predicate)).items), PredicateData.rowIds(expected),
+                        "after delete \(step): rows where \(predicate)")
+                }
+            }
+            try checkCompoundQueries(store, rows, "after every delete(matching:)")
+            // The deleted rows' ids can be used again: no entry of theirs is left to shadow the new rows.
+            let again = compoundRows(count: 160, seed: 31).filter { row in !rows.contains { $0["id"] == row["id"] } }
+            try store.upsert(again.map { Item($0) }, into: "Compound")
+            rows += again
+            try checkCompoundQueries(store, rows, "after inserting the deleted ids again")
+        }
+    }
+
     /// Random rows and random queries over compound-indexed columns (equalities, ranges, null tests,
     /// `IN`, sorts in any direction, skip/top, counts): the store returns exactly the reference's rows.
     public static func compoundIndexRandomQueries(_ factory: StoreFactory) throws {
