@@ -1,6 +1,7 @@
 import Foundation
 import LMDBKVExample
 import LocalStore
+import LocalStoreConformance
 import LocalStoreKV
 import Testing
 
@@ -95,5 +96,86 @@ struct LMDBKVLongKeyTests {
         let reopened = try open()
         defer { try? reopened.close() }
         try check(reopened, deleted: [7, 21])
+    }
+}
+
+/// KVStore over LMDB as a complete backend — a map opened at 64 KiB that grows, keys of any length through
+/// `KeyLengthLimitedEngine` at LMDB's 511 bytes — run through the whole conformance suite, persistent:
+/// reopening, and a second store object on the same directory while the first is open (the engine objects
+/// of one directory share one LMDB environment).
+@Suite("KVStore over LMDB (the example's LMDBKVEngine, growing, long keys): the whole conformance suite")
+struct LMDBKVConformanceTests {
+    // Commits are not flushed to disk here: the suite makes thousands of them, and no check cuts the power.
+    static let factory = StoreFactory(name: "kv-lmdb-grow", isPersistent: true) { directory in
+        let engine = try LMDBKVEngine(directory: directory.appendingPathComponent("kv-lmdb").path, mapSize: 64 << 10, sync: false)
+        return try KVStore(engine: KeyLengthLimitedEngine(engine, maximumKeyLength: 511))
+    }
+
+    @Test("conformance check", arguments: ConformanceSuite.completeSuite)
+    func conforms(_ check: ConformanceCheck) throws {
+        try check.run(Self.factory)
+    }
+
+    @Test("observation check", arguments: ConformanceSuite.observationChecks)
+    func observationConforms(_ check: AsyncConformanceCheck) async throws {
+        try await check.run(Self.factory)
+    }
+
+    @Test("a second store object on the directory called inside the first's write body is misuse, not a wait for itself")
+    func reentryFromTheWritingThreadIsMisuse() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("LMDBKVEngineTests-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = try KVStore(engine: LMDBKVEngine(directory: directory, sync: false))
+        let second = try KVStore(engine: LMDBKVEngine(directory: directory, sync: false))
+        defer {
+            try? second.close()
+            try? first.close()
+        }
+        try first.defineTable(TableSchema("T", ["n": .integer]))
+        let error = #expect(throws: LocalStoreError.self) {
+            try first.write { tx in
+                try tx.upsert([["id": "a", "n": 1]], into: "T")
+                try second.upsert([["id": "b", "n": 2]], into: "T")
+            }
+        }
+        #expect(error?.code == .misuse)
+        #expect(try first.count("T") == 0)
+        try second.upsert([["id": "b", "n": 2]], into: "T")
+        #expect(try first.count("T") == 1)
+        // The environment stays open while one engine object on it is: the first's close leaves the second working.
+        try first.close()
+        try second.upsert([["id": "c", "n": 3]], into: "T")
+        #expect(try second.count("T") == 2)
+    }
+
+    @Test("two store objects on one directory grow the shared map from two threads: every row of both is kept")
+    func concurrentWritersGrowTheSharedMap() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("LMDBKVEngineTests-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let engines = try (0..<2).map { _ in try LMDBKVEngine(directory: directory, mapSize: 64 << 10, sync: false) }
+        let stores = try engines.map { try KVStore(engine: $0) }
+        defer { for store in stores { try? store.close() } }
+        try stores[0].defineTable(TableSchema("T", ["id": .string, "n": .integer, "text": .string], indexed: ["n"]))
+        let failures = NSLock()
+        nonisolated(unsafe) var errors: [Error] = []
+        DispatchQueue.concurrentPerform(iterations: 2) { w in
+            do {
+                for batch in 0..<20 {
+                    let rows: [Item] = (0..<20).map { i in
+                        ["id": .string("w\(w)-\(batch)-\(i)"), "n": .int(Int64(i % 5)), "text": .string(String(repeating: "y", count: 300))]
+                    }
+                    try stores[w].upsert(rows, into: "T")
+                    _ = try stores[1 - w].count("T")
+                }
+            } catch {
+                failures.withLock { errors.append(error) }
+            }
+        }
+        #expect(errors.isEmpty, "\(errors)")
+        #expect(engines[0].growths > 0, "the map grew")
+        for store in stores {
+            #expect(try store.count("T") == 800)
+            #expect(try store.count("T", where: Field("n") == 3) == 160)
+        }
     }
 }

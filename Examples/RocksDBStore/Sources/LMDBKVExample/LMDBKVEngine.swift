@@ -4,71 +4,137 @@ import LocalStore
 import LocalStoreKV
 
 /// LMDB as an `OrderedKeyValueEngine`: one unnamed database, snapshot reads in read-only transactions,
-/// each write in one write transaction (flushed to disk at commit, as `LMDBStore`'s default). It measures
+/// each write in one write transaction (flushed to disk at commit unless `sync` is `false`). It measures
 /// what the toolkit costs against `LMDBStore` on the same engine. Keys longer than LMDB's limit (511 bytes)
-/// are refused (`LMDBStore` truncates them), so it is not a complete backend.
+/// are refused (`LMDBStore` truncates them): `KeyLengthLimitedEngine` over it makes it a complete backend.
+///
+/// LMDB opens a directory once per process, so the engine objects of one directory share one environment
+/// (``Environment``), as `LMDBStore`'s store objects do: a second store object on the same files sees the
+/// first's commits, and its writer waits for the first's. Called inside the first's write body on the
+/// same thread, it would wait for itself: that is `misuse`.
 ///
 /// With a small `mapSize`, the map grows as `LMDBStore`'s does: a put, a delete or a commit that finds it full
-/// (`MDB_MAP_FULL`) aborts the transaction, doubles the map once every transaction of the process has ended
-/// (`gate`), begins again and throws `OrderedKeyValueRestarted` (`restartsOnItsOwn`), and `KVStore` replays.
-package final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // LMDB serializes the writers; a lock guards the spare reads, `gate` the map
-    fileprivate let env: OpaquePointer
-    private let dbi: MDB_dbi
-    /// Whether the map grows when full (it was opened small).
-    package let grows: Bool
-    /// Held shared by every transaction of this engine object, exclusively while the map grows
-    /// (`mdb_env_set_mapsize` wants no transaction active in the process).
-    private let gate = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
-    /// How many times the map grew, and how many of those at a commit.
-    package private(set) var growths = 0
-    package private(set) var growthsAtCommit = 0
+/// (`MDB_MAP_FULL`) aborts the transaction, doubles the map once every transaction of the process on the
+/// environment has ended (`gate`), begins again and throws `OrderedKeyValueRestarted` (`restartsOnItsOwn`),
+/// and `KVStore` replays.
+package final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // `Environment` guards what is shared; `closeLock` the rest
+    /// One LMDB environment, shared by the engine objects of its directory.
+    package final class Environment: @unchecked Sendable {  // LMDB serializes the writers; `spareLock` guards the spare reads, `gate` the map, `registryLock` `writer` and `users`
+        fileprivate let env: OpaquePointer
+        fileprivate let dbi: MDB_dbi
+        /// Whether the map grows when full (it was opened small).
+        package let grows: Bool
+        /// Held shared by every transaction on the environment, exclusively while the map grows
+        /// (`mdb_env_set_mapsize` wants no transaction active in the process).
+        fileprivate let gate = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
+        /// How many times the map grew, and how many of those at a commit.
+        package fileprivate(set) var growths = 0
+        package fileprivate(set) var growthsAtCommit = 0
+        /// Read transactions ended with `mdb_txn_reset`, renewed by the next read (as `LMDBStore` reuses its own),
+        /// each in the cell its `Access` reads it from.
+        private var spareReads: [UnsafeMutablePointer<OpaquePointer?>] = []
+        private let spareLock = NSLock()
+        /// Held for each write, restarts and growths included: the writers of the process take turns here,
+        /// not at LMDB's writer lock, which a writer waiting for it would hold the gate against a growth.
+        fileprivate let writeLock = NSLock()
+        /// The thread running a write transaction, and the engine objects open on the environment.
+        fileprivate var writer: Thread?
+        fileprivate var users = 1
 
-    package init(directory: String, mapSize: Int = 8 << 30) throws {
-        grows = mapSize < 8 << 30
-        pthread_rwlock_init(gate, nil)
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        var handle: OpaquePointer?
-        try Self.check(mdb_env_create(&handle), "create")
-        guard let env = handle else { throw LocalStoreError(.internal, "mdb_env_create returned no environment") }
-        self.env = env
-        do {
-            try Self.check(mdb_env_set_mapsize(env, mapSize), "set the map size")
-            try Self.check(mdb_env_open(env, directory, UInt32(MDB_NOTLS), 0o600), "open '\(directory)'")
-            var txn: OpaquePointer?
-            try Self.check(mdb_txn_begin(env, nil, 0, &txn), "begin")
-            var dbi: MDB_dbi = 0
-            let opened = mdb_dbi_open(txn, nil, 0, &dbi)
-            guard opened == 0 else {
-                mdb_txn_abort(txn)
-                try Self.check(opened, "open the database")
-                throw LocalStoreError(.internal, "unreachable")
+        fileprivate init(directory: String, mapSize: Int, sync: Bool) throws {
+            grows = mapSize < 8 << 30
+            pthread_rwlock_init(gate, nil)
+            var handle: OpaquePointer?
+            try LMDBKVEngine.check(mdb_env_create(&handle), "create")
+            guard let env = handle else { throw LocalStoreError(.internal, "mdb_env_create returned no environment") }
+            self.env = env
+            do {
+                try LMDBKVEngine.check(mdb_env_set_mapsize(env, mapSize), "set the map size")
+                try LMDBKVEngine.check(mdb_env_open(env, directory, UInt32(MDB_NOTLS) | (sync ? 0 : UInt32(MDB_NOSYNC)), 0o600), "open '\(directory)'")
+                var txn: OpaquePointer?
+                try LMDBKVEngine.check(mdb_txn_begin(env, nil, 0, &txn), "begin")
+                var dbi: MDB_dbi = 0
+                let opened = mdb_dbi_open(txn, nil, 0, &dbi)
+                guard opened == 0 else {
+                    mdb_txn_abort(txn)
+                    try LMDBKVEngine.check(opened, "open the database")
+                    throw LocalStoreError(.internal, "unreachable")
+                }
+                try LMDBKVEngine.check(mdb_txn_commit(txn), "commit")
+                self.dbi = dbi
+            } catch {
+                mdb_env_close(env)
+                pthread_rwlock_destroy(gate)
+                gate.deallocate()
+                throw error
             }
-            try Self.check(mdb_txn_commit(txn), "commit")
-            self.dbi = dbi
-        } catch {
+        }
+
+        fileprivate func close() {
+            abortSpareReads()
             mdb_env_close(env)
             pthread_rwlock_destroy(gate)
             gate.deallocate()
-            throw error
+        }
+
+        /// Doubles the map, from inside a write transaction whose LMDB transaction has ended (the gate held
+        /// shared: released, taken exclusively for the growth, taken shared again).
+        fileprivate func growMap() throws {
+            pthread_rwlock_unlock(gate)
+            pthread_rwlock_wrlock(gate)
+            defer {
+                pthread_rwlock_unlock(gate)
+                pthread_rwlock_rdlock(gate)
+            }
+            // The spare read transactions go too: no transaction of the process may be active.
+            abortSpareReads()
+            var info = MDB_envinfo()
+            try LMDBKVEngine.check(mdb_env_info(env, &info), "read the map size")
+            try LMDBKVEngine.check(mdb_env_set_mapsize(env, info.me_mapsize * 2), "grow the map")
+            growths += 1
+        }
+
+        /// Aborts the spare read transactions and frees their cells.
+        private func abortSpareReads() {
+            for cell in spareLock.withLock({ () -> [UnsafeMutablePointer<OpaquePointer?>] in defer { spareReads.removeAll() }; return spareReads }) {
+                mdb_txn_abort(cell.pointee)
+                cell.deallocate()
+            }
+        }
+
+        fileprivate func takeSpareRead() -> UnsafeMutablePointer<OpaquePointer?>? { spareLock.withLock { spareReads.popLast() } }
+        fileprivate func keepSpareRead(_ cell: UnsafeMutablePointer<OpaquePointer?>) { spareLock.withLock { spareReads.append(cell) } }
+    }
+
+    private static let registryLock = NSLock()
+    nonisolated(unsafe) private static var registry: [String: Environment] = [:]  // guarded by `registryLock`
+    /// The environment of this engine's directory, shared with the other engine objects open on it.
+    package let environment: Environment
+    private let path: String
+    private let closeLock = NSLock()
+    private var isClosed = false  // guarded by `closeLock`
+
+    /// Opens (creating it when missing) the store in `directory`, or shares the environment another engine
+    /// object of the process has open on it (its map size and `sync` then hold).
+    package init(directory: String, mapSize: Int = 8 << 30, sync: Bool = true) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = URL(fileURLWithPath: directory).resolvingSymlinksInPath().path
+        self.path = path
+        environment = try Self.registryLock.withLock {
+            if let shared = Self.registry[path] {
+                shared.users += 1
+                return shared
+            }
+            let shared = try Environment(directory: path, mapSize: mapSize, sync: sync)
+            Self.registry[path] = shared
+            return shared
         }
     }
 
-    /// Doubles the map, from inside a write transaction whose LMDB transaction has ended (the gate held
-    /// shared: released, taken exclusively for the growth, taken shared again).
-    fileprivate func growMap() throws {
-        pthread_rwlock_unlock(gate)
-        pthread_rwlock_wrlock(gate)
-        defer {
-            pthread_rwlock_unlock(gate)
-            pthread_rwlock_rdlock(gate)
-        }
-        // The spare read transactions go too: no transaction of the process may be active.
-        abortSpareReads()
-        var info = MDB_envinfo()
-        try Self.check(mdb_env_info(env, &info), "read the map size")
-        try Self.check(mdb_env_set_mapsize(env, info.me_mapsize * 2), "grow the map")
-        growths += 1
-    }
+    /// Whether the map grows when full; how many times it grew, and how many of those at a commit.
+    package var grows: Bool { environment.grows }
+    package var growths: Int { environment.growths }
+    package var growthsAtCommit: Int { environment.growthsAtCommit }
 
     static func check(_ rc: Int32, _ what: String) throws {
         guard rc != 0 else { return }
@@ -76,24 +142,12 @@ package final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  
         throw LocalStoreError(code, "LMDB could not \(what): \(String(cString: mdb_strerror(rc)))")
     }
 
-    /// Read transactions ended with `mdb_txn_reset`, renewed by the next read (as `LMDBStore` reuses its own),
-    /// each in the cell its `Access` reads it from.
-    private var spareReads: [UnsafeMutablePointer<OpaquePointer?>] = []
-    private let spareLock = NSLock()
-
-    /// Aborts the spare read transactions and frees their cells.
-    private func abortSpareReads() {
-        for cell in spareLock.withLock({ () -> [UnsafeMutablePointer<OpaquePointer?>] in defer { spareReads.removeAll() }; return spareReads }) {
-            mdb_txn_abort(cell.pointee)
-            cell.deallocate()
-        }
-    }
-
     package func read<R>(_ body: (Access) throws -> R) throws -> R {
-        pthread_rwlock_rdlock(gate)
-        defer { pthread_rwlock_unlock(gate) }
+        let shared = environment
+        pthread_rwlock_rdlock(shared.gate)
+        defer { pthread_rwlock_unlock(shared.gate) }
         let cell: UnsafeMutablePointer<OpaquePointer?>
-        if let spare = spareLock.withLock({ spareReads.popLast() }) {
+        if let spare = shared.takeSpareRead() {
             let rc = mdb_txn_renew(spare.pointee)
             guard rc == 0 else {
                 mdb_txn_abort(spare.pointee)
@@ -104,57 +158,73 @@ package final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  
             cell = spare
         } else {
             var begun: OpaquePointer?
-            try Self.check(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &begun), "begin a read")
+            try Self.check(mdb_txn_begin(shared.env, nil, UInt32(MDB_RDONLY), &begun), "begin a read")
             guard let begun else { throw LocalStoreError(.internal, "mdb_txn_begin returned no transaction") }
             cell = .allocate(capacity: 1)
             cell.initialize(to: begun)
         }
         defer {
             mdb_txn_reset(cell.pointee)
-            spareLock.withLock { spareReads.append(cell) }
+            shared.keepSpareRead(cell)
         }
-        return try body(Access(cell: cell, engine: self, dbi: dbi))
+        return try body(Access(cell: cell, shared: shared))
     }
 
     package func write<R>(_ body: (Access) throws -> R) throws -> R {
-        pthread_rwlock_rdlock(gate)
-        defer { pthread_rwlock_unlock(gate) }
+        let shared = environment
+        // Another store object on this directory called inside a write body would wait for itself.
+        guard Self.registryLock.withLock({ shared.writer !== Thread.current }) else {
+            throw LocalStoreError(.misuse, "a store on '\(path)' was called inside the write body of another store on it")
+        }
+        shared.writeLock.lock()
+        Self.registryLock.withLock { shared.writer = Thread.current }
+        defer {
+            Self.registryLock.withLock { shared.writer = nil }
+            shared.writeLock.unlock()
+        }
+        pthread_rwlock_rdlock(shared.gate)
+        defer { pthread_rwlock_unlock(shared.gate) }
         var txn: OpaquePointer?
-        try Self.check(mdb_txn_begin(env, nil, 0, &txn), "begin a write")
+        try Self.check(mdb_txn_begin(shared.env, nil, 0, &txn), "begin a write")
         // The transaction in a cell: a restart replaces it.
         let cell = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: 1)
         cell.initialize(to: txn)
         defer { cell.deallocate() }
         let result: R
         do {
-            result = try body(Access(cell: cell, engine: self, dbi: dbi))
+            result = try body(Access(cell: cell, shared: shared))
         } catch {
             if let txn = cell.pointee { mdb_txn_abort(txn) }
             throw error
         }
         guard let txn = cell.pointee else { throw LocalStoreError(.internal, "the write transaction ended before its commit") }
         let rc = mdb_txn_commit(txn)  // ends the transaction, committed or not
-        if rc == MDB_MAP_FULL && grows {
-            try growMap()
-            growthsAtCommit += 1
+        if rc == MDB_MAP_FULL && shared.grows {
+            try shared.growMap()
+            shared.growthsAtCommit += 1
             throw OrderedKeyValueRestarted("the map was full at the commit and grew")
         }
         try Self.check(rc, "commit")
         return result
     }
 
+    /// Releases this engine object; the last one open on the directory closes the environment.
     package func close() throws {
-        abortSpareReads()
-        mdb_env_close(env)
-        pthread_rwlock_destroy(gate)
-        gate.deallocate()
+        guard closeLock.withLock({ () -> Bool in defer { isClosed = true }; return !isClosed }) else { return }
+        let last = Self.registryLock.withLock { () -> Bool in
+            environment.users -= 1
+            guard environment.users == 0 else { return false }
+            Self.registry[path] = nil
+            return true
+        }
+        if last { environment.close() }
     }
 
     package struct Access: OrderedKeyValueWriter {
         let cell: UnsafeMutablePointer<OpaquePointer?>
-        let engine: LMDBKVEngine
-        let dbi: MDB_dbi
-        var env: OpaquePointer { engine.env }
+        let shared: Environment
+        var env: OpaquePointer { shared.env }
+        var dbi: MDB_dbi { shared.dbi }
         /// The transaction; `nil` (an error) after a restart that could not begin again.
         var txn: OpaquePointer {
             get throws {
@@ -167,12 +237,12 @@ package final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  
         /// no other writer committed in between: the new transaction's id is then the old one's.
         package var canRestart: Bool { true }
         /// A full map grows, and the transaction begins again.
-        package var restartsOnItsOwn: Bool { engine.grows }
+        package var restartsOnItsOwn: Bool { shared.grows }
 
         /// After `rc` from a write: when the map was full and grows, ends the transaction, grows the map,
         /// begins again on the same state and throws `OrderedKeyValueRestarted`; else checks `rc`.
         private func checkWrite(_ rc: Int32, _ what: String) throws {
-            guard rc == MDB_MAP_FULL, engine.grows else { return try LMDBKVEngine.check(rc, what) }
+            guard rc == MDB_MAP_FULL, shared.grows else { return try LMDBKVEngine.check(rc, what) }
             try beginAgain(growing: true)
             throw OrderedKeyValueRestarted("the map was full and grew")
         }
@@ -186,7 +256,7 @@ package final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  
             let id = mdb_txn_id(old)
             mdb_txn_abort(old)
             cell.pointee = nil
-            if growing { try engine.growMap() }
+            if growing { try shared.growMap() }
             var fresh: OpaquePointer?
             try LMDBKVEngine.check(mdb_txn_begin(env, nil, 0, &fresh), "begin the write again")
             cell.pointee = fresh
