@@ -174,8 +174,9 @@ extension LongKeyView: OrderedKeyValueWriter where Base: OrderedKeyValueWriter {
     @inlinable public var restartsOnItsOwn: Bool { base.restartsOnItsOwn }
 }
 
-/// The key mapping of ``KeyLengthLimitedEngine``.
-@usableFromInline package struct LongKeys: Sendable {
+/// The key mapping of ``KeyLengthLimitedEngine``. A class: a view holding it then fits the inline buffer of
+/// the existential reader `KVStore` keeps (three words), with no allocation per transaction.
+@usableFromInline package final class LongKeys: Sendable {
     /// The length from which keys are stored truncated.
     @usableFromInline let limit: Int
     /// The hash a truncated key ends with.
