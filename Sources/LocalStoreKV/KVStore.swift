@@ -425,6 +425,12 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
         self.systemTableNames = systemTableNames
         tracker = CommitTracker(center: changeCenter)
         let catalog = try OrderedKeyValueRestarted.retrying { try engine.write { writer -> KVCatalog in
+            // A store whose long keys `KeyLengthLimitedEngine` stored truncated (its record of the limit, which
+            // its views hide) would be misread through an engine without it.
+            if try writer.get(LongKeys.marker) != nil {
+                throw LocalStoreError(
+                    .versionMismatch, "the store was written through KeyLengthLimitedEngine (it holds the key FF 00 4B 4C): open it through KeyLengthLimitedEngine with the same limit")
+            }
             var catalog = try KVCatalog.load(writer)
             for schema in systemTableNames.schemas where catalog.tables[Identifier.fold(schema.name)] == nil {
                 let record = KVTableRecord(number: catalog.nextTableNumber, schema: schema, specs: [])

@@ -23,8 +23,9 @@ import LocalStore
 /// with `constraint` and leaves the store as it was. The layout is a format, recorded under the reserved key
 /// ``markerKey`` (the limit, 8 bytes big-endian), which no put, delete or scan of the views reaches: opening
 /// a store with another limit fails with `versionMismatch`, and so does opening through this engine a store
-/// that already holds a key of the limit's length or more (written without it). The first opening of a store
-/// records the limit (and reads every key of a store that has entries but no record).
+/// that already holds a key of the limit's length or more (written without it); and ``KVStore`` refuses with
+/// `versionMismatch` to open, on the bare base engine, a store that holds the record. The first opening of a
+/// store records the limit (and reads every key of a store that has entries but no record).
 public struct KeyLengthLimitedEngine<Base: OrderedKeyValueEngine>: OrderedKeyValueEngine {
     /// The engine the entries are stored in.
     public let base: Base

@@ -141,4 +141,18 @@ struct KeyLengthLimitedEngineTests {
             _ = try KeyLengthLimitedEngine(plain, maximumKeyLength: 24)
         } throws: { ($0 as? LocalStoreError)?.code == .versionMismatch }
     }
+
+    @Test("a store written through the wrapper is refused by a KVStore on the bare engine, and opens through the wrapper again")
+    func wrappedStoreWithoutTheWrapper() throws {
+        let base = InMemoryKVEngine()
+        let wrapped = try KVStore(engine: KeyLengthLimitedEngine(base, maximumKeyLength: 32))
+        try wrapped.defineTable(TableSchema("T", ["id": .string, "n": .integer], indexed: ["n"]))
+        let id = String(repeating: "long-id-", count: 8)
+        try wrapped.upsert([["id": .string(id), "n": 1]], into: "T")
+        #expect {
+            _ = try KVStore(engine: base)
+        } throws: { ($0 as? LocalStoreError)?.code == .versionMismatch }
+        let again = try KVStore(engine: KeyLengthLimitedEngine(base, maximumKeyLength: 32))
+        #expect(try again.read(table: "T", id: .string(id))?["n"] == .int(1))
+    }
 }
