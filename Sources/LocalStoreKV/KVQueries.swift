@@ -276,11 +276,24 @@ struct KVReads {
                 case .primary where !dedup && !decoding:
                     // A count over one range of rows (`count`, the commonest whole-table walk): the test
                     // inline, the one-pass form in a local, no call per record.
-                    let simple = filter.simple
                     var n = 0
-                    try reader.scan(from: keys.lower, to: keys.upper, reverse: false) { _, value in
-                        if try filter.matches(value, simple) { n &+= 1 }
-                        return true
+                    if let simple = filter.simple, case .bool = simple.kind {
+                        // A boolean column's test (`count where done == false`): each tag's answer is known
+                        // before the walk, and a record reads one byte (LMDB's count loop).
+                        try reader.scan(from: keys.lower, to: keys.upper, reverse: false) { _, value in
+                            if let base = value.baseAddress, let answer = simple.boolAnswer(base, value.count) {
+                                if answer { n &+= 1 }
+                            } else if try filter.matchesInGeneral(value) {
+                                n &+= 1
+                            }
+                            return true
+                        }
+                    } else {
+                        let simple = filter.simple
+                        try reader.scan(from: keys.lower, to: keys.upper, reverse: false) { _, value in
+                            if try filter.matches(value, simple) { n &+= 1 }
+                            return true
+                        }
                     }
                     found.pointee.count += n
                 case .primary:
