@@ -1,5 +1,6 @@
 import Foundation
 import LocalStore
+import Synchronization
 
 /// The writes of one write transaction, each call atomic: a failed call and a savepoint undo exactly their
 /// own writes, in one of three ways:
@@ -283,12 +284,31 @@ final class KVWrites<Writer: OrderedKeyValueWriter> {
     }
 }
 
+/// What the calls of a ``KVStore`` share, in a `Mutex` (every call takes it twice, and `NSCondition` cost
+/// about 180 instructions per acquisition where it costs a few dozen). Not nested in the generic store: the
+/// metadata of a generic type is looked up in the runtime's cache at each use.
+struct KVStoreState {
+    var cachedCatalog = KVCatalog()
+    /// The catalog of the read snapshot numbered `number` (``OrderedKeyValueReader/snapshotNumber``).
+    var catalogOfSnapshot: (number: UInt64, catalog: KVCatalog)?
+    var isClosed = false
+    /// The thread running this store's write transaction or definition.
+    var writingThread: pthread_t?
+    /// Calls running on the engine: `close()` waits for them before it closes the engine.
+    var activeCalls = 0
+    /// Set by a `close()` from inside a write body: the last call to end closes the engine.
+    var closesEngineWhenIdle = false
+    /// Set by a `close()` waiting for the running calls: the last one to end signals it.
+    var closeWaiter: DispatchSemaphore?
+}
+
 /// The transaction a ``KVStore`` write body gets.
 final class KVTransaction<Writer: OrderedKeyValueWriter>: LocalStoreTransaction, CompositeWrites {
     let systemTableNames: SystemTableNames
     let writes: KVWrites<Writer>
     private(set) var changes: ChangeCollector?
-    private let thread = Thread.current
+    /// The write body's thread (`pthread_self`: one load, where `Thread.current` costs a lookup per call).
+    private let thread = pthread_self()
     private var isActive = true
     /// The operations table's largest id as this transaction last read or wrote it (`.some(nil)`: the
     /// table is empty), or `nil` when unknown (KVSystemShortcuts.swift).
@@ -309,7 +329,7 @@ final class KVTransaction<Writer: OrderedKeyValueWriter>: LocalStoreTransaction,
     }
 
     func check() throws {
-        guard Thread.current === thread else {
+        guard pthread_equal(pthread_self(), thread) != 0 else {
             throw LocalStoreError(.misuse, "a transaction was used from another thread than its write body's")
         }
         guard isActive else { throw LocalStoreError(.misuse, "a transaction was used after its write body returned") }
@@ -385,23 +405,17 @@ final class KVTransaction<Writer: OrderedKeyValueWriter>: LocalStoreTransaction,
 /// let store = try KVStore(engine: InMemoryKVEngine())
 /// ```
 public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlanReporting, CompositeWrites, @unchecked Sendable {
-    // The locks guard the state: `lock` the catalog, `isClosed` and `writingThread`; `writeLock` is held by
-    // the one running write transaction or definition.
+    // `state` guards the catalog caches and the call bookkeeping; `writeLock` is held by the one running
+    // write transaction or definition.
     /// The engine.
     public let engine: Engine
     public let systemTableNames: SystemTableNames
     public let changeCenter = ChangeCenter()
-    private let lock = NSCondition()
     private let writeLock = NSLock()
-    private var cachedCatalog = KVCatalog()
-    /// The catalog of the read snapshot numbered `number` (``OrderedKeyValueReader/snapshotNumber``).
-    private var catalogOfSnapshot: (number: UInt64, catalog: KVCatalog)?
-    private var isClosed = false
-    private var writingThread: Thread?
-    /// Calls running on the engine: `close()` waits for them before it closes the engine.
-    private var activeCalls = 0
-    /// Set by a `close()` from inside a write body: the last call to end closes the engine.
-    private var closesEngineWhenIdle = false
+    private let state = Mutex(KVStoreState())
+
+    /// Whether the current thread runs this store's write transaction or definition.
+    private static func isCurrent(_ thread: pthread_t?) -> Bool { thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
     /// Tells the commits of other store objects on the engine from this store's own by the commit counter
     /// (``KVKeys/commits``), as LMDB does by its transaction ids.
     private let tracker: CommitTracker
@@ -484,7 +498,7 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
             }
             return catalog
         } }
-        cachedCatalog = catalog
+        state.withLock { $0.cachedCatalog = catalog }
         changeCenter.setExternalChangeProbe(interval: Self.externalChangePollInterval) { [weak self] baseline in
             self?.probeCommits(baseline: baseline)
         }
@@ -496,27 +510,32 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
     /// change, never a missed one); with `baseline` (the first observer registers, maybe inside a write
     /// body), only records the counter.
     private func probeCommits(baseline: Bool) {
-        let counter = lock.withLock { isClosed ? nil : try? engine.read { try KVCatalog.readNumber(KVKeys.commits, $0) } }
+        let counter = state.withLock { state in state.isClosed ? nil : try? engine.read { try KVCatalog.readNumber(KVKeys.commits, $0) } }
         if let counter { tracker.sawCommitted(Int(clamping: counter), baseline: baseline) }
     }
 
     /// Runs `body` as a call on the engine: refused after close, waited for by `close()`.
     private func calling<R>(_ body: () throws -> R) throws -> R {
-        try lock.withLock {
-            guard !isClosed else { throw LocalStoreError.closed() }
-            guard writingThread !== Thread.current else {
-                throw LocalStoreError(.misuse, "the store was called inside its own write body; use the body's transaction")
+        let refusal = state.withLock { state -> LocalStoreError? in
+            guard !state.isClosed else { return LocalStoreError.closed() }
+            guard !Self.isCurrent(state.writingThread) else {
+                return LocalStoreError(.misuse, "the store was called inside its own write body; use the body's transaction")
             }
-            activeCalls += 1
+            state.activeCalls += 1
+            return nil
         }
+        if let refusal { throw refusal }
         defer {
-            let closeEngine = lock.withLock { () -> Bool in
-                activeCalls -= 1
-                guard activeCalls == 0 else { return false }
-                lock.broadcast()
-                defer { closesEngineWhenIdle = false }
-                return closesEngineWhenIdle
+            let (closeEngine, waiter) = state.withLock { state -> (Bool, DispatchSemaphore?) in
+                state.activeCalls -= 1
+                guard state.activeCalls == 0 else { return (false, nil) }
+                defer {
+                    state.closesEngineWhenIdle = false
+                    state.closeWaiter = nil
+                }
+                return (state.closesEngineWhenIdle, state.closeWaiter)
             }
+            waiter?.signal()
             if closeEngine { try? engine.close() }
         }
         return try body()
@@ -525,10 +544,10 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
     /// The catalog as of `reader`'s snapshot (reloaded when a definition changed it, here or elsewhere).
     private func catalog(_ reader: some OrderedKeyValueReader) throws -> KVCatalog {
         let version = try KVCatalog.readNumber(KVKeys.version, reader)
-        let cached = lock.withLock { cachedCatalog }
+        let cached = state.withLock { $0.cachedCatalog }
         if cached.version == version { return cached }
         let loaded = try KVCatalog.load(reader)
-        lock.withLock { if loaded.version > cachedCatalog.version { cachedCatalog = loaded } }
+        state.withLock { if loaded.version > $0.cachedCatalog.version { $0.cachedCatalog = loaded } }
         return loaded
     }
 
@@ -536,9 +555,9 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
     /// (``OrderedKeyValueReader/snapshotNumber``), the catalog last found for the same number, without a read.
     private func catalog(snapshot reader: Engine.Reader) throws -> KVCatalog {
         guard let number = reader.snapshotNumber else { return try catalog(reader) }
-        if let known = lock.withLock({ catalogOfSnapshot }), known.number == number { return known.catalog }
+        if let known = state.withLock({ $0.catalogOfSnapshot }), known.number == number { return known.catalog }
         let catalog = try catalog(reader)
-        lock.withLock { catalogOfSnapshot = (number, catalog) }
+        state.withLock { $0.catalogOfSnapshot = (number, catalog) }
         return catalog
     }
 
@@ -575,8 +594,8 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
         try calling {
             writeLock.lock()
             defer { writeLock.unlock() }
-            lock.withLock { writingThread = Thread.current }
-            defer { lock.withLock { writingThread = nil } }
+            state.withLock { $0.writingThread = pthread_self() }
+            defer { state.withLock { $0.writingThread = nil } }
             return try body()
         }
     }
@@ -700,21 +719,25 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
 
     /// Closes the store once the calls running on other threads are done; then closes the engine.
     public func close() throws {
-        let wasOpen = lock.withLock {
-            defer { isClosed = true }
-            return !isClosed
+        let wasOpen = state.withLock { state in
+            defer { state.isClosed = true }
+            return !state.isClosed
         }
         guard wasOpen else { return }
         changeCenter.finish()
-        let closeNow = lock.withLock { () -> Bool in
+        let (closeNow, waiter) = state.withLock { state -> (Bool, DispatchSemaphore?) in
             // From inside a write body, the engine is closed when that body's call ends.
-            if writingThread === Thread.current {
-                closesEngineWhenIdle = true
-                return false
+            if Self.isCurrent(state.writingThread) {
+                state.closesEngineWhenIdle = true
+                return (false, nil)
             }
-            while activeCalls > 0 { lock.wait() }
-            return true
+            guard state.activeCalls > 0 else { return (true, nil) }
+            // The last running call signals (the store is closed: no call begins meanwhile).
+            let waiter = DispatchSemaphore(value: 0)
+            state.closeWaiter = waiter
+            return (true, waiter)
         }
+        waiter?.wait()
         if closeNow { try engine.close() }
     }
 }
