@@ -27,9 +27,10 @@ struct KVStoreConformanceTests {
 ///   wrote, and a failed call, rolled-back nested write or refused input restarts the engine's transaction
 ///   and replays the writes made before it;
 /// - an engine that also restarts on its own (``SelfRestartingEngine``);
-/// - and, on another axis, an engine that stores keys of 32 bytes and more truncated
-///   (``KeyLengthLimitedEngine``): most index entries and every long id take that path.
-@Suite("KVStore on engines that undo by savepoints or restarts, or limit their keys: the whole conformance suite")
+/// - and, on other axes, an engine that stores keys of 32 bytes and more truncated
+///   (``KeyLengthLimitedEngine``): most index entries and every long id take that path; and covering
+///   indexes (each entry holds its row's record).
+@Suite("KVStore on engines that undo by savepoints or restarts, or limit their keys, and with covering indexes: the whole conformance suite")
 struct KVStoreUndoModeConformanceTests {
     static let factories = [
         StoreFactory(name: "kv-memory-key-limit-32", isPersistent: false) { _ in
@@ -37,6 +38,8 @@ struct KVStoreUndoModeConformanceTests {
         },
         StoreFactory(name: "kv-memory-savepoints", isPersistent: false) { _ in try KVStore(engine: InMemoryKVEngine(savepoints: true)) },
         StoreFactory(name: "kv-memory-restarts", isPersistent: false) { _ in try KVStore(engine: InMemoryKVEngine(restarts: true)) },
+        // Covering indexes (each entry holds its row's record), which only the RocksDB example used.
+        StoreFactory(name: "kv-memory-covering", isPersistent: false) { _ in try KVStore(engine: InMemoryKVEngine(), coveringIndexes: true) },
         StoreFactory(name: "kv-memory-self-restarting", isPersistent: false) { _ in try KVStore(engine: SelfRestartingEngine()) },
     ]
 

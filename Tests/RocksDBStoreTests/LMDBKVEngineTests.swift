@@ -179,3 +179,123 @@ struct LMDBKVConformanceTests {
         }
     }
 }
+
+/// Store objects sharing the LMDB environment of one directory (reviewed: a growth at a commit, an engine
+/// object never closed, mixed use).
+@Suite("KVStore over LMDB: store objects sharing one environment", .serialized)
+struct LMDBKVSharingTests {
+    static func directory() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("LMDBKVSharing-\(UUID().uuidString)").path
+    }
+
+    /// A growth at a commit (`MDB_MAP_FULL` from `mdb_txn_commit`) is written again under the environment's
+    /// write lock: were it replayed by `KVStore` in a new write, another store object on the directory could
+    /// commit in between, and the replay would fail with `busy` — though nothing but this process writes.
+    @Test("two store objects on one directory, map growing at commits: no write fails with busy")
+    func commitGrowthKeepsTheWriteLock() throws {
+        let lock = NSLock()
+        nonisolated(unsafe) var errors: [String] = []
+        var atCommit = 0
+        for round in 0..<400 {
+            let dir = LMDBKVSharingTests.directory()
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let engines = try (0..<2).map { _ in try LMDBKVEngine(directory: dir, mapSize: 64 << 10, sync: false) }
+            let stores = try engines.map { try KVStore(engine: $0) }
+            try stores[0].defineTable(TableSchema("T", ["id": .string, "n": .integer, "text": .string], indexed: ["n"]))
+            DispatchQueue.concurrentPerform(iterations: 2) { w in
+                for batch in 0..<40 {
+                    do {
+                        let rows: [Item] = (0..<4).map { i in
+                            ["id": .string("w\(w)-\(batch)-\(i)"), "n": .int(Int64(i % 5)), "text": .string(String(repeating: "y", count: 200))]
+                        }
+                        try stores[w].upsert(rows, into: "T")
+                    } catch {
+                        lock.withLock { errors.append("round \(round) \(w)/\(batch): \(error)") }
+                    }
+                }
+            }
+            atCommit += engines[0].growthsAtCommit
+            for store in stores { try store.close() }
+        }
+        let failed = errors
+        #expect(atCommit > 0, "the map grew at a commit")
+        #expect(failed.isEmpty, "\(failed.count) failures, first: \(failed.prefix(3))")
+    }
+
+    /// An engine object whose store never opened (`KVStore.init` threw: here the refusal of a wrapped store on
+    /// the bare engine) releases its environment when dropped: a store made again after the directory is
+    /// removed must not share the environment of the removed files.
+    @Test("a store made again in a removed and recreated directory writes to that directory")
+    func leakedEngineKeepsTheOldFiles() throws {
+        let dir = LMDBKVSharingTests.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let wrapped = try KVStore(engine: KeyLengthLimitedEngine(LMDBKVEngine(directory: dir, sync: false), maximumKeyLength: 511))
+        try wrapped.defineTable(TableSchema("T", ["id": .string, "n": .integer]))
+        try wrapped.close()
+        #expect(throws: LocalStoreError.self) { _ = try KVStore(engine: LMDBKVEngine(directory: dir, sync: false)) }
+        // The application starts over.
+        try FileManager.default.removeItem(atPath: dir)
+        let fresh: KVStore<LMDBKVEngine>
+        do { fresh = try KVStore(engine: LMDBKVEngine(directory: dir, sync: false)) } catch {
+            Issue.record("a store in the recreated, empty directory sees the removed store's data: \(error)")
+            return
+        }
+        try fresh.defineTable(TableSchema("T", ["id": .string, "n": .integer]))
+        try fresh.upsert([["id": "a", "n": 1]], into: "T")
+        try fresh.close()
+        let data = URL(fileURLWithPath: dir).appendingPathComponent("data.mdb").path
+        #expect(FileManager.default.fileExists(atPath: data), "the new store's commits went to the removed directory's files")
+    }
+
+    /// Readers on one store object, a writer on another whose write bodies read through the first (the map
+    /// growing under them), and a third engine object opened and closed meanwhile: no error, no deadlock.
+    @Test("readers, nested reads in write bodies, growth and opening/closing another engine object")
+    func mixedUse() throws {
+        let dir = LMDBKVSharingTests.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let a = try KVStore(engine: LMDBKVEngine(directory: dir, mapSize: 64 << 10, sync: false))
+        let b = try KVStore(engine: LMDBKVEngine(directory: dir, mapSize: 64 << 10, sync: false))
+        defer {
+            try? a.close()
+            try? b.close()
+        }
+        try a.defineTable(TableSchema("T", ["id": .string, "n": .integer, "text": .string], indexed: ["n"]))
+        let lock = NSLock()
+        nonisolated(unsafe) var errors: [String] = []
+        nonisolated(unsafe) var done = false
+        DispatchQueue.concurrentPerform(iterations: 3) { w in
+            do {
+                switch w {
+                case 0:
+                    for batch in 0..<400 {
+                        try a.write { tx in
+                            try tx.upsert((0..<10).map { i in ["id": .string("\(batch)-\(i)"), "n": .int(Int64(i % 3)), "text": .string(String(repeating: "t", count: 150))] }, into: "T")
+                            _ = try b.count("T")
+                            try tx.delete(matching: Query("T", where: Field("n") == .literal(.int(2))))
+                        }
+                    }
+                    lock.withLock { done = true }
+                case 1:
+                    while !lock.withLock({ done }) { _ = try b.read(Query("T", where: Field("n") == .literal(.int(1)))) }
+                default:
+                    while !lock.withLock({ done }) {
+                        let c = try KVStore(engine: LMDBKVEngine(directory: dir, sync: false))
+                        _ = try c.count("T")
+                        try c.close()
+                    }
+                }
+            } catch {
+                lock.withLock {
+                    errors.append("\(w): \(error)")
+                    done = true
+                }
+            }
+        }
+        let failed = errors
+        #expect(failed.isEmpty, "\(failed)")
+        let expected = try a.read(Query("T")).items.count
+        #expect(try b.count("T") == expected)
+        #expect(expected == 400 * 7)
+        #expect(a.engine.growths > 0, "the map grew")
+    }
+}

@@ -13,10 +13,13 @@ import LocalStoreKV
 /// first's commits, and its writer waits for the first's. Called inside the first's write body on the
 /// same thread, it would wait for itself: that is `misuse`.
 ///
-/// With a small `mapSize`, the map grows as `LMDBStore`'s does: a put, a delete or a commit that finds it full
+/// With a small `mapSize`, the map grows as `LMDBStore`'s does: a put or a delete that finds it full
 /// (`MDB_MAP_FULL`) aborts the transaction, doubles the map once every transaction of the process on the
 /// environment has ended (`gate`), begins again and throws `OrderedKeyValueRestarted` (`restartsOnItsOwn`),
-/// and `KVStore` replays.
+/// and `KVStore` replays. A commit that finds it full is written again by the engine itself, from its log of
+/// the transaction's puts and deletes, with the environment's write lock held all along: a replay by
+/// `KVStore` would begin a new write, and another store object's writer could commit before it.
+/// An engine object dropped without `close()` releases its share of the environment.
 package final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  // `Environment` guards what is shared; `closeLock` the rest
     /// One LMDB environment, shared by the engine objects of its directory.
     package final class Environment: @unchecked Sendable {  // LMDB serializes the writers; `spareLock` guards the spare reads, `gate` the map, `registryLock` `writer` and `users`
@@ -40,6 +43,9 @@ package final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  
         /// The thread running a write transaction, and the engine objects open on the environment.
         fileprivate var writer: Thread?
         fileprivate var users = 1
+        /// The puts and deletes of the running write transaction since it (last) began (guarded by `writeLock`;
+        /// kept when the map grows): a commit that finds the map full is written again here, under the write lock.
+        fileprivate var writeLog: [(key: [UInt8], value: [UInt8]?)] = []
 
         fileprivate init(directory: String, mapSize: Int, sync: Bool) throws {
             grows = mapSize < 8 << 30
@@ -184,6 +190,7 @@ package final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  
         }
         pthread_rwlock_rdlock(shared.gate)
         defer { pthread_rwlock_unlock(shared.gate) }
+        shared.writeLog.removeAll(keepingCapacity: true)
         var txn: OpaquePointer?
         try Self.check(mdb_txn_begin(shared.env, nil, 0, &txn), "begin a write")
         // The transaction in a cell: a restart replaces it.
@@ -198,26 +205,60 @@ package final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  
             throw error
         }
         guard let txn = cell.pointee else { throw LocalStoreError(.internal, "the write transaction ended before its commit") }
-        let rc = mdb_txn_commit(txn)  // ends the transaction, committed or not
-        if rc == MDB_MAP_FULL && shared.grows {
+        let id = mdb_txn_id(txn)
+        var rc = mdb_txn_commit(txn)  // ends the transaction, committed or not
+        // A full map at the commit: grown, and the transaction written again and committed here, the write
+        // lock held all along (no other writer of the process can commit in between; `KVStore`'s replay of a
+        // restarted commit would begin a new write, after another store object's writer could take the lock).
+        while rc == MDB_MAP_FULL && shared.grows {
             try shared.growMap()
             shared.growthsAtCommit += 1
-            throw OrderedKeyValueRestarted("the map was full at the commit and grew")
+            var again: OpaquePointer?
+            try Self.check(mdb_txn_begin(shared.env, nil, 0, &again), "begin the write again")
+            guard let again else { throw LocalStoreError(.internal, "mdb_txn_begin returned no transaction") }
+            guard mdb_txn_id(again) == id else {
+                mdb_txn_abort(again)
+                throw LocalStoreError(.busy, "another process committed while the map grew at a commit: nothing was committed")
+            }
+            rc = 0
+            for (key, value) in shared.writeLog where rc == 0 {
+                rc = key.withUnsafeBytes { k in
+                    var kv = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+                    guard let value else {
+                        let r = mdb_del(again, shared.dbi, &kv, nil)
+                        return r == MDB_NOTFOUND ? 0 : r
+                    }
+                    return value.withUnsafeBytes { v in
+                        var vv = MDB_val(mv_size: v.count, mv_data: UnsafeMutableRawPointer(mutating: v.baseAddress))
+                        return mdb_put(again, shared.dbi, &kv, &vv, 0)
+                    }
+                }
+            }
+            if rc != 0 {
+                mdb_txn_abort(again)
+                if rc == MDB_MAP_FULL { continue }
+                try Self.check(rc, "write again")
+            }
+            rc = mdb_txn_commit(again)
         }
         try Self.check(rc, "commit")
         return result
     }
 
+    /// An engine object dropped without `close()` (a store that never opened on it) releases the environment.
+    deinit { try? close() }
+
     /// Releases this engine object; the last one open on the directory closes the environment.
     package func close() throws {
         guard closeLock.withLock({ () -> Bool in defer { isClosed = true }; return !isClosed }) else { return }
-        let last = Self.registryLock.withLock { () -> Bool in
+        // Closed under the registry's lock: an engine object opened meanwhile waits, then opens the files
+        // again, instead of a second LMDB environment on them in one process (which LMDB forbids).
+        Self.registryLock.withLock {
             environment.users -= 1
-            guard environment.users == 0 else { return false }
+            guard environment.users == 0 else { return }
             Self.registry[path] = nil
-            return true
+            environment.close()
         }
-        if last { environment.close() }
     }
 
     package struct Access: OrderedKeyValueWriter {
@@ -253,6 +294,8 @@ package final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  
         /// committed meanwhile (the new transaction's id is not the old one's).
         private func beginAgain(growing: Bool) throws {
             let old = try txn
+            // Everything is written again after a restart (KVStore replays): the log starts over.
+            shared.writeLog.removeAll(keepingCapacity: true)
             let id = mdb_txn_id(old)
             mdb_txn_abort(old)
             cell.pointee = nil
@@ -329,12 +372,14 @@ package final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  
             try withVal(key) { k in
                 try withVal(value) { v in try checkWrite(mdb_put(txn, dbi, &k, &v, 0), "put") }
             }
+            if shared.grows { shared.writeLog.append((key, value)) }
         }
 
         package func delete(_ key: [UInt8]) throws {
             let txn = try txn
             let rc = withVal(key) { mdb_del(txn, dbi, &$0, nil) }
             if rc != MDB_NOTFOUND { try checkWrite(rc, "delete") }
+            if shared.grows { shared.writeLog.append((key, nil)) }
         }
     }
 }
