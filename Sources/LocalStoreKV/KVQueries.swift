@@ -160,7 +160,7 @@ struct KVReads {
         var tie = false
         try reader.scan(from: keys.lower, to: keys.upper, reverse: reverse) { key, value in
             let current = UnsafeRawBufferPointer(rebasing: key[start..<Self.groupEnd(key, start: start, index, components: groupComponents)])
-            if current.elementsEqual(group) {
+            if KeyCodec.equals(current, group) {
                 tie = true
                 return false
             }
@@ -337,7 +337,7 @@ struct KVReads {
                     visited += 1
                     if visited > budget { return false }
                     let current = UnsafeRawBufferPointer(rebasing: key[start..<Self.groupEnd(key, start: start, index, components: groupComponents)])
-                    if !current.elementsEqual(group) {
+                    if !KeyCodec.equals(current, group) {
                         if found.pointee.count >= need { return false }
                         group.removeAll(keepingCapacity: true)
                         group.append(contentsOf: current)
