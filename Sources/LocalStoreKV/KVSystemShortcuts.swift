@@ -11,7 +11,9 @@ import LocalStore
 // - an item's operations and a pulled page's pending flags: the range of the `itemOperations` index
 //   (table, NOCASE itemId) for the item, each entry's row checked (its `table` the bytes asked for, its
 //   `itemId` equal ignoring ASCII case); a page's flags first ask whether the table has any entry at all;
-// - a push's errors: an empty range of the errors table's `operationId` index, and no delete is planned.
+// - a push's errors: an empty range of the errors table's `operationId` index, and no delete is planned;
+// - a delta token's rows: the range of the config table's `deltaTokens` index (NOCASE table, keyType, key)
+//   for the pair, each entry's row checked.
 //
 // Each falls back to the generic call when the system table does not have the shape it relies on.
 //
@@ -114,6 +116,39 @@ extension KVReads {
         return .some(TableOperation(item))
     }
 
+    /// ``SystemTableShortcuts/deltaTokenRowIds(table:queryId:)``: the range of the config table's
+    /// `deltaTokens` index (NOCASE `table`, `keyType`, `key`) for the pair, each entry's row checked as the
+    /// generic query's record filter checks it (its `table` equal to `table` ignoring ASCII case, its
+    /// `keyType` 0, its `key` the bytes of `queryId`), the ids in id key order; `nil` when the config table
+    /// has another shape.
+    func deltaTokenRowIds(_ config: String, table: String, queryId: String) throws -> [Value]? {
+        guard let t = catalog.lookup(config), let shape = SystemTableShapes.deltaTokenIndex(t.schema, t.indexes) else { return nil }
+        let spec = t.specs[shape.index.slot]
+        var lower = t.prefix(.index(shape.index))
+        spec.appendComponent(.string(table), 0, into: &lower)
+        spec.appendComponent(.int(TableConfigEntry.deltaTokenKeyType), 1, into: &lower)
+        spec.appendComponent(.string(queryId), 2, into: &lower)
+        let fields = RecordFields(
+            schema: t.schema, through: max(shape.tableColumn, shape.keyTypeColumn, shape.keyColumn, t.schema.idIndex))
+        let tableBytes = Array(table.utf8)
+        let keyBytes = Array(queryId.utf8)
+        var ids: [Value] = []
+        var rowKey: [UInt8] = []
+        try reader.scan(from: lower, to: KVKeyRange.end(of: lower), reverse: false) { _, value in
+            try t.withEntryRecord(spec, value, reader: reader, rowKey: &rowKey) { record in
+                try fields.locate(record)
+                guard let name = try fields.stringBytes(shape.tableColumn),
+                    tableBytes.withUnsafeBytes({ RawBytes.compareNoCase(name, $0) }) == 0,
+                    try fields.value(shape.keyTypeColumn) == .int(TableConfigEntry.deltaTokenKeyType),
+                    let key = try fields.stringBytes(shape.keyColumn), KeyCodec.equals(key, keyBytes)
+                else { return }
+                ids.append(try fields.value(t.schema.idIndex))
+            }
+            return true
+        }
+        return ids
+    }
+
     /// Whether the errors table has no row whose `operationId` is `operationId`, answered by an empty range
     /// of an index led by `operationId`; `nil` when there is no such column or index.
     func hasNoOperationErrors(_ errors: String, operationId: Int64) throws -> Bool? {
@@ -191,7 +226,8 @@ extension KVTransaction: SystemTableShortcuts {
 
     func storeConfigEntry(_ entry: TableConfigEntry) throws { try genericStoreConfigEntry(entry) }
     func deltaTokenRowIds(table: String, queryId: String) throws -> [Value] {
-        try genericDeltaTokenRowIds(table: table, queryId: queryId)
+        if let ids = try reads.deltaTokenRowIds(systemTableNames.config, table: table, queryId: queryId) { return ids }
+        return try genericDeltaTokenRowIds(table: table, queryId: queryId)
     }
 
     /// Only the operation is deleted when the push left no errors (the common case), which an empty range

@@ -631,6 +631,23 @@ package enum SystemTableShapes {
         return (tableColumn, itemColumn, index)
     }
 
+    /// The config table's delta-token index: its `table` and `key` string columns and integer `keyType`, and an
+    /// index led by the NOCASE `table`, then `keyType` and the byte-ordered `key`, ascending.
+    package static func deltaTokenIndex(
+        _ schema: TableSchema, _ indexes: [IndexDefinition]
+    ) -> (tableColumn: Int, keyTypeColumn: Int, keyColumn: Int, index: IndexDefinition)? {
+        guard let tableColumn = schema.index(ofColumn: "table"), let keyTypeColumn = schema.index(ofColumn: "keyType"),
+            let keyColumn = schema.index(ofColumn: "key"), schema.columns[tableColumn].type == .string,
+            schema.columns[keyTypeColumn].type == .integer, schema.columns[keyColumn].type == .string,
+            let index = indexes.first(where: {
+                $0.components.count >= 3 && $0.components[0] == .init(column: tableColumn, noCase: true)
+                    && $0.components[1] == .init(column: keyTypeColumn, noCase: false)
+                    && $0.components[2] == .init(column: keyColumn, noCase: false)
+            })
+        else { return nil }
+        return (tableColumn, keyTypeColumn, keyColumn, index)
+    }
+
     /// The errors table's index led by its integer `operationId` column (ascending, not NOCASE).
     package static func operationIdIndex(_ schema: TableSchema, _ indexes: [IndexDefinition]) -> IndexDefinition? {
         guard let column = schema.index(ofColumn: "operationId"), schema.columns[column].type == .integer else { return nil }
