@@ -123,29 +123,7 @@ struct LMDBKVConformanceTests {
 
     @Test("a second store object on the directory called inside the first's write body is misuse, not a wait for itself")
     func reentryFromTheWritingThreadIsMisuse() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("LMDBKVEngineTests-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let first = try KVStore(engine: LMDBKVEngine(directory: directory, sync: false))
-        let second = try KVStore(engine: LMDBKVEngine(directory: directory, sync: false))
-        defer {
-            try? second.close()
-            try? first.close()
-        }
-        try first.defineTable(TableSchema("T", ["n": .integer]))
-        let error = #expect(throws: LocalStoreError.self) {
-            try first.write { tx in
-                try tx.upsert([["id": "a", "n": 1]], into: "T")
-                try second.upsert([["id": "b", "n": 2]], into: "T")
-            }
-        }
-        #expect(error?.code == .misuse)
-        #expect(try first.count("T") == 0)
-        try second.upsert([["id": "b", "n": 2]], into: "T")
-        #expect(try first.count("T") == 1)
-        // The environment stays open while one engine object on it is: the first's close leaves the second working.
-        try first.close()
-        try second.upsert([["id": "c", "n": 3]], into: "T")
-        #expect(try second.count("T") == 2)
+        try secondStoreInsideWriteBodyIsMisuse(name: "LMDBKVEngineTests") { try KVStore(engine: LMDBKVEngine(directory: $0, sync: false)) }
     }
 
     @Test("two store objects on one directory grow the shared map from two threads: every row of both is kept")

@@ -29,24 +29,34 @@ struct RocksDBStoreConformanceTests {
 struct RocksDBStoreSharingTests {
     @Test("a second store object on the directory called inside the first's write body is misuse, not a wait for itself")
     func reentryFromTheWritingThreadIsMisuse() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("RocksDBStoreTests-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let first = try RocksDBStore.open(directory: directory, sync: false)
-        let second = try RocksDBStore.open(directory: directory, sync: false)
-        defer {
-            try? second.close()
-            try? first.close()
-        }
-        try first.defineTable(TableSchema("T", ["n": .integer]))
-        let error = #expect(throws: LocalStoreError.self) {
-            try first.write { tx in
-                try tx.upsert([["id": "a", "n": 1]], into: "T")
-                try second.upsert([["id": "b", "n": 2]], into: "T")
-            }
-        }
-        #expect(error?.code == .misuse)
-        #expect(try first.count("T") == 0)
-        try second.upsert([["id": "b", "n": 2]], into: "T")
-        #expect(try first.count("T") == 1)
+        try secondStoreInsideWriteBodyIsMisuse(name: "RocksDBStoreTests") { try RocksDBStore.open(directory: $0, sync: false) }
     }
+}
+
+/// Two store objects open on one directory (`open` opens one on the path it is given): the second called
+/// inside the first's write body is `misuse` and leaves nothing written; outside it, each sees the other's
+/// commits; the files stay open while one of them is (the first's close leaves the second working).
+func secondStoreInsideWriteBodyIsMisuse(name: String, _ open: (String) throws -> some LocalStore) throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)").path
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let first = try open(directory)
+    let second = try open(directory)
+    defer {
+        try? second.close()
+        try? first.close()
+    }
+    try first.defineTable(TableSchema("T", ["n": .integer]))
+    let error = #expect(throws: LocalStoreError.self) {
+        try first.write { tx in
+            try tx.upsert([["id": "a", "n": 1]], into: "T")
+            try second.upsert([["id": "b", "n": 2]], into: "T")
+        }
+    }
+    #expect(error?.code == .misuse)
+    #expect(try first.count("T") == 0)
+    try second.upsert([["id": "b", "n": 2]], into: "T")
+    #expect(try first.count("T") == 1)
+    try first.close()
+    try second.upsert([["id": "c", "n": 3]], into: "T")
+    #expect(try second.count("T") == 2)
 }
