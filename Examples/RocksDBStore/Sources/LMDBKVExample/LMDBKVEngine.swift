@@ -190,7 +190,9 @@ package final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  
         }
         pthread_rwlock_rdlock(shared.gate)
         defer { pthread_rwlock_unlock(shared.gate) }
-        shared.writeLog.removeAll(keepingCapacity: true)
+        // Emptied when the write ends, under the write lock: the next write does not pay for releasing it,
+        // and its keys and values are not kept alive in between.
+        defer { shared.writeLog.removeAll(keepingCapacity: true) }
         var txn: OpaquePointer?
         try Self.check(mdb_txn_begin(shared.env, nil, 0, &txn), "begin a write")
         // The transaction in a cell: a restart replaces it.
