@@ -41,6 +41,11 @@ public protocol OrderedKeyValueReader {
     /// out its own buffer (LMDB's memory map, a pinned RocksDB slice) saves a copy per read; `KVStore` copies
     /// what it keeps and never writes from inside `body`. The default implementation calls ``get(_:)``.
     func withValue<R>(_ key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R
+    /// ``withValue(_:_:)`` with the key lent as raw bytes (valid only during the call): `KVStore` builds a
+    /// read by id's key in stack memory and asks through it, so an engine whose API takes a pointer and a
+    /// length (LMDB's `MDB_val`, RocksDB's C API) saves an array per read. The default copies the key into
+    /// an array and calls ``withValue(_:_:)``.
+    func withValue<R>(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R
     /// A number naming the committed state a read snapshot sees, or `nil` (the default) when the engine has
     /// none. Two snapshots of one engine given the same number must see the same entries: LMDB's
     /// transaction id qualifies (it names the last commit); a number that a rolled-back write can reuse, or
@@ -64,6 +69,11 @@ extension OrderedKeyValueReader {
     public func withValue<R>(_ key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
         guard let value = try get(key) else { return try body(nil) }
         return try value.withUnsafeBytes { try body($0) }
+    }
+
+    /// Copies the key into an array and calls ``withValue(_:_:)``.
+    public func withValue<R>(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
+        try withValue(Array(key), body)
     }
 
     /// No number: `KVStore` checks its catalog in every snapshot.

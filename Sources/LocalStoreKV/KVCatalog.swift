@@ -60,6 +60,21 @@ enum KVKeys {
         return out
     }
 
+    /// Calls `body` with ``row(_:id:)``'s bytes built in stack memory, or with `nil` for an id whose key is
+    /// longer than ``KeyCodec/prefixLimit`` allows there (the caller builds it in an array).
+    static func withRowKey<R>(_ table: UInt32, id: Value, _ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
+        try KeyCodec.withIdKey(id) { idKey in
+            guard let idKey, let source = idKey.baseAddress else { return try body(nil) }
+            return try withUnsafeTemporaryAllocation(byteCount: 5 + idKey.count, alignment: 8) { buffer in
+                guard let base = buffer.baseAddress else { return try body(nil) }
+                base.storeBytes(of: 0x01, as: UInt8.self)
+                base.storeBytes(of: table.bigEndian, toByteOffset: 1, as: UInt32.self)
+                (base + 5).copyMemory(from: source, byteCount: idKey.count)
+                return try body(UnsafeRawBufferPointer(start: base, count: 5 + idKey.count))
+            }
+        }
+    }
+
     static func index(_ table: UInt32, _ index: UInt16) -> [UInt8] {
         var out: [UInt8] = []
         appendIndex(table, index, into: &out)

@@ -75,7 +75,11 @@ struct KVReads {
     func read(table name: String, id: Value) throws -> Item? {
         let table = try catalog.table(name)
         try table.checkId(id)
-        return try reader.withValue(table.rowKey(id)) { record in try record.map { try table.wholeRows.item($0) } }
+        // The key on the stack (no array per read), unless the id is too long for it.
+        return try KVKeys.withRowKey(table.number, id: id) { key in
+            guard let key else { return try reader.withValue(table.rowKey(id)) { record in try record.map { try table.wholeRows.item($0) } } }
+            return try reader.withValue(forKey: key) { record in try record.map { try table.wholeRows.item($0) } }
+        }
     }
 
     func read(_ query: Query) throws -> ReadResult {

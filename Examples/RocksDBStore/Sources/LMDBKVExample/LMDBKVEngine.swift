@@ -326,9 +326,14 @@ package final class LMDBKVEngine: OrderedKeyValueEngine, @unchecked Sendable {  
 
         /// The value in LMDB's memory map: no copy.
         package func withValue<R>(_ key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
+            try key.withUnsafeBytes { try withValue(forKey: $0, body) }
+        }
+
+        package func withValue<R>(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
             var data = MDB_val()
             let txn = try txn
-            let rc = withVal(key) { mdb_get(txn, dbi, &$0, &data) }
+            var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+            let rc = mdb_get(txn, dbi, &k, &data)
             if rc == MDB_NOTFOUND { return try body(nil) }
             try LMDBKVEngine.check(rc, "get")
             return try body(UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size))

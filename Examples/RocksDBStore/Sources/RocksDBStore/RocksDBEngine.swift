@@ -152,13 +152,14 @@ public final class RocksDBEngine: OrderedKeyValueEngine, @unchecked Sendable {  
 
         /// The value pinned where RocksDB holds it (a block in its cache, an entry of the memtable): no copy.
         public func withValue<R>(_ key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
+            try key.withUnsafeBytes { try withValue(forKey: $0, body) }
+        }
+
+        public func withValue<R>(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
             var error: UnsafeMutablePointer<CChar>?
-            let slice = key.withUnsafeBufferPointer { k in
-                k.withMemoryRebound(to: CChar.self) { k in
-                    transaction.map { rocksdb_transaction_get_pinned($0, options, k.baseAddress, k.count, &error) }
-                        ?? rocksdb_transactiondb_get_pinned(db, options, k.baseAddress, k.count, &error)
-                }
-            }
+            let k = key.baseAddress?.assumingMemoryBound(to: CChar.self)
+            let slice = transaction.map { rocksdb_transaction_get_pinned($0, options, k, key.count, &error) }
+                ?? rocksdb_transactiondb_get_pinned(db, options, k, key.count, &error)
             defer { rocksdb_pinnableslice_destroy(slice) }
             try RocksDBEngine.check(error, "get", path)
             guard let slice else { return try body(nil) }
