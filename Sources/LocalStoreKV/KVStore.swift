@@ -510,8 +510,32 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
     /// change, never a missed one); with `baseline` (the first observer registers, maybe inside a write
     /// body), only records the counter.
     private func probeCommits(baseline: Bool) {
-        let counter = state.withLock { state in state.isClosed ? nil : try? engine.read { try KVCatalog.readNumber(KVKeys.commits, $0) } }
+        // Counted as a call (close waits for it), not read under the state lock: an engine whose reads
+        // wait for its writer would wait for a write whose body waits for that lock (`catalog(_:)`).
+        guard state.withLock({ state -> Bool in
+            guard !state.isClosed else { return false }
+            state.activeCalls += 1
+            return true
+        }) else { return }
+        defer { endCall() }
+        let counter = try? engine.read { try KVCatalog.readNumber(KVKeys.commits, $0) }
         if let counter { tracker.sawCommitted(Int(clamping: counter), baseline: baseline) }
+    }
+
+    /// Ends a call: the last one signals a waiting `close()`, or closes the engine for a `close()` made
+    /// inside a write body.
+    private func endCall() {
+        let (closeEngine, waiter) = state.withLock { state -> (Bool, DispatchSemaphore?) in
+            state.activeCalls -= 1
+            guard state.activeCalls == 0 else { return (false, nil) }
+            defer {
+                state.closesEngineWhenIdle = false
+                state.closeWaiter = nil
+            }
+            return (state.closesEngineWhenIdle, state.closeWaiter)
+        }
+        waiter?.signal()
+        if closeEngine { try? engine.close() }
     }
 
     /// Runs `body` as a call on the engine: refused after close, waited for by `close()`.
@@ -525,19 +549,7 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
             return nil
         }
         if let refusal { throw refusal }
-        defer {
-            let (closeEngine, waiter) = state.withLock { state -> (Bool, DispatchSemaphore?) in
-                state.activeCalls -= 1
-                guard state.activeCalls == 0 else { return (false, nil) }
-                defer {
-                    state.closesEngineWhenIdle = false
-                    state.closeWaiter = nil
-                }
-                return (state.closesEngineWhenIdle, state.closeWaiter)
-            }
-            waiter?.signal()
-            if closeEngine { try? engine.close() }
-        }
+        defer { endCall() }
         return try body()
     }
 

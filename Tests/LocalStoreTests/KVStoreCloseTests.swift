@@ -53,7 +53,7 @@ struct KVStoreCloseTests {
             read = try? store.read(table: "T", id: "a")
             readDone.signal()
         }
-        recorder.entered.wait()
+        #expect(recorder.entered.wait(timeout: .now() + .seconds(30)) == .success, "the read began")
         Thread.detachNewThread {
             do { try store.close() } catch { closeError = error }
             recorder.record("close returned")
@@ -64,8 +64,9 @@ struct KVStoreCloseTests {
         #expect(waited, "close returned while a call was running")
         #expect(recorder.lock.withLock { recorder.events }.isEmpty)
         recorder.release.signal()
-        readDone.wait()
-        if waited { closeDone.wait() }
+        // Bounded waits: a close that never ends (or a read that never returns) fails the test, not hangs it.
+        #expect(readDone.wait(timeout: .now() + .seconds(30)) == .success, "the read returned")
+        if waited { #expect(closeDone.wait(timeout: .now() + .seconds(30)) == .success, "the close returned") }
         #expect(closeError == nil)
         #expect(read?["n"] == .int(1), "the running read finished with its row")
         #expect(recorder.lock.withLock { recorder.events } == ["read ended", "engine closed", "close returned"])
