@@ -1,7 +1,6 @@
 import Foundation
 import LMDBKVExample
 import LocalStore
-import LocalStoreConformance
 import LocalStoreKV
 import Testing
 
@@ -99,28 +98,10 @@ struct LMDBKVLongKeyTests {
     }
 }
 
-/// KVStore over LMDB as a complete backend — a map opened at 64 KiB that grows, keys of any length through
-/// `KeyLengthLimitedEngine` at LMDB's 511 bytes — run through the whole conformance suite, persistent:
-/// reopening, and a second store object on the same directory while the first is open (the engine objects
-/// of one directory share one LMDB environment).
-@Suite("KVStore over LMDB (the example's LMDBKVEngine, growing, long keys): the whole conformance suite")
+/// Store objects of KVStore over LMDB on one directory (the whole conformance suite runs on it in
+/// RocksDBStoreConformanceTests).
+@Suite("KVStore over LMDB (the example's LMDBKVEngine): store objects on one directory")
 struct LMDBKVConformanceTests {
-    // Commits are not flushed to disk here: the suite makes thousands of them, and no check cuts the power.
-    static let factory = StoreFactory(name: "kv-lmdb-grow", isPersistent: true) { directory in
-        let engine = try LMDBKVEngine(directory: directory.appendingPathComponent("kv-lmdb").path, mapSize: 64 << 10, sync: false)
-        return try KVStore(engine: KeyLengthLimitedEngine(engine, maximumKeyLength: 511))
-    }
-
-    @Test("conformance check", arguments: ConformanceSuite.completeSuite)
-    func conforms(_ check: ConformanceCheck) throws {
-        try check.run(Self.factory)
-    }
-
-    @Test("observation check", arguments: ConformanceSuite.observationChecks)
-    func observationConforms(_ check: AsyncConformanceCheck) async throws {
-        try await check.run(Self.factory)
-    }
-
     @Test("a second store object on the directory called inside the first's write body is misuse, not a wait for itself")
     func reentryFromTheWritingThreadIsMisuse() throws {
         try secondStoreInsideWriteBodyIsMisuse(name: "LMDBKVEngineTests") { try KVStore(engine: LMDBKVEngine(directory: $0, sync: false)) }

@@ -1,27 +1,36 @@
 import Foundation
 import LocalStore
 import LocalStoreConformance
+import LMDBKVExample
 import LocalStoreKV
 import RocksDBStore
 import Testing
 
-/// The example backend (Examples/RocksDBStore): the whole conformance suite, persistent — reopening, and a
-/// second store object on the same directory while the first is open.
-@Suite("RocksDBStore (example): the whole conformance suite")
+/// The example backends (Examples/RocksDBStore): the whole conformance suite, persistent — reopening, and a
+/// second store object on the same directory while the first is open. RocksDB; and KVStore over LMDB as a
+/// complete backend — a map opened at 64 KiB that grows, keys of any length through `KeyLengthLimitedEngine`
+/// at LMDB's 511 bytes (the engine objects of one directory share one LMDB environment).
+@Suite("The example backends (RocksDB; KVStore over LMDB, growing, long keys): the whole conformance suite")
 struct RocksDBStoreConformanceTests {
     // Commits are not flushed to disk here: the suite makes thousands of them, and no check cuts the power.
-    static let factory = StoreFactory(name: "rocksdb", isPersistent: true) { directory in
-        try RocksDBStore.open(directory: directory.appendingPathComponent("rocksdb").path, sync: false)
+    static let factories = [
+        StoreFactory(name: "rocksdb", isPersistent: true) { directory in
+            try RocksDBStore.open(directory: directory.appendingPathComponent("rocksdb").path, sync: false)
+        },
+        StoreFactory(name: "kv-lmdb-grow", isPersistent: true) { directory in
+            let engine = try LMDBKVEngine(directory: directory.appendingPathComponent("kv-lmdb").path, mapSize: 64 << 10, sync: false)
+            return try KVStore(engine: KeyLengthLimitedEngine(engine, maximumKeyLength: 511))
+        },
+    ]
+
+    @Test("conformance check", arguments: factories, ConformanceSuite.completeSuite)
+    func conforms(_ factory: StoreFactory, _ check: ConformanceCheck) throws {
+        try check.run(factory)
     }
 
-    @Test("conformance check", arguments: ConformanceSuite.completeSuite)
-    func conforms(_ check: ConformanceCheck) throws {
-        try check.run(Self.factory)
-    }
-
-    @Test("observation check", arguments: ConformanceSuite.observationChecks)
-    func observationConforms(_ check: AsyncConformanceCheck) async throws {
-        try await check.run(Self.factory)
+    @Test("observation check", arguments: factories, ConformanceSuite.observationChecks)
+    func observationConforms(_ factory: StoreFactory, _ check: AsyncConformanceCheck) async throws {
+        try await check.run(factory)
     }
 }
 
