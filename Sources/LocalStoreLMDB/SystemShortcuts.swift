@@ -81,7 +81,7 @@ extension LMDBTransaction: SystemTableShortcuts {
     /// `key` is `queryId`, in id order: what the generic `Query` returns, tested as its record filter tests
     /// them (the bytes of the string columns, NOCASE for `table`; a null or another type matching nothing; a
     /// damaged record `corrupt`), over the config table's records read in place: no query resolved or
-    /// planned, no row decoded but the matches' ids.
+    /// planned, no row decoded but the matches (whole, as the query decodes them).
     func deltaTokenRowIds(table: String, queryId: String) throws -> [Value] {
         let context = try checkedContext()
         let config = systemTableNames.config
@@ -113,7 +113,9 @@ extension LMDBTransaction: SystemTableShortcuts {
                 guard !v.isNull, Collation.compare(v, .int(TableConfigEntry.deltaTokenKeyType)) == 0 else { return true }
             }
             guard let key = try fields.stringBytes(keyColumn), key.elementsEqual(keyBytes) else { return true }
-            ids.append(try fields.value(idIndex))
+            // A match is decoded whole, as the generic query decodes the rows it returns: a damaged column past
+            // the tested ones is `corrupt` here too.
+            ids.append(try RecordCodec.decode(record, schema: schema, idIndex: idIndex).row[idIndex])
             return true
         }
         return ids

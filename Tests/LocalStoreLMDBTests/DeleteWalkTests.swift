@@ -109,8 +109,8 @@ struct DeleteWalkTests {
 /// before it are rolled back with the transaction).
 @Suite("LMDB delete by walking, damaged records")
 struct DeleteWalkDamageTests {
-    /// Cuts the stored record of `id` (in table `P`) to `keep` bytes, with liblmdb directly.
-    static func truncateRecord(_ path: String, id: String, keep: Int) throws {
+    /// Cuts the stored record of `id` (in `table`, `P` by default) to `keep` bytes (below zero: all but the last `-keep`), with liblmdb directly.
+    static func truncateRecord(_ path: String, id: String, keep: Int, table: String = "P") throws {
         var env: OpaquePointer?
         try #require(mdb_env_create(&env) == 0)
         defer { mdb_env_close(env) }
@@ -119,7 +119,7 @@ struct DeleteWalkDamageTests {
         var txn: OpaquePointer?
         try #require(mdb_txn_begin(env, nil, 0, &txn) == 0)
         var dbi: MDB_dbi = 0
-        try #require(mdb_dbi_open(txn, "t:p", 0, &dbi) == 0)
+        try #require(mdb_dbi_open(txn, "t:" + table.lowercased(), 0, &dbi) == 0)
         var key = Array(id.lowercased().utf8) + [0, 0]  // the NOCASE id key of an id without NUL
         var record: [UInt8] = []
         key.withUnsafeMutableBytes { k in
@@ -127,8 +127,10 @@ struct DeleteWalkDamageTests {
             var dv = MDB_val()
             if mdb_get(txn, dbi, &kv, &dv) == 0 { record = Array(UnsafeRawBufferPointer(start: dv.mv_data, count: dv.mv_size)) }
         }
-        try #require(record.count > keep, "no record for \(id)")
-        var cut = Array(record.prefix(keep))
+        // `keep` below zero: every byte but the last `-keep`.
+        let kept = keep < 0 ? record.count + keep : keep
+        try #require(record.count > kept && kept > 0, "no record for \(id)")
+        var cut = Array(record.prefix(kept))
         let rc = key.withUnsafeMutableBytes { k in
             cut.withUnsafeMutableBytes { v in
                 var kv = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
@@ -167,5 +169,32 @@ struct DeleteWalkDamageTests {
             #expect(try store.read(table: "P", id: "r\(k)")?["s"] == .string("s\(k)"))
             #expect(try store.count("P", where: Field("s") == .literal(.string("s\(k)"))) == 1)
         }
+    }
+}
+
+/// setDeltaToken's lookup of a pair's rows (LMDB's shortcut) against the generic query it replaces.
+@Suite("LMDB: a delta token's rows, shortcut against the generic query")
+struct DeltaTokenLookupTests {
+    @Test("a pair's row whose value is damaged (its record cut short): corrupt, as the generic query")
+    func damagedRow() throws {
+        let dir = try TempDirectory()
+        var store = try LMDBStore(path: dir.storePath)
+        try store.setDeltaToken(Date(timeIntervalSince1970: 1_000), table: "Todo", queryId: "q")
+        try store.setDeltaToken(Date(timeIntervalSince1970: 2_000), table: "Todo", queryId: "other")
+        try store.close()
+        try DeleteWalkDamageTests.truncateRecord(dir.storePath, id: DeltaTokenKey.rowId(table: "Todo", queryId: "q"), keep: -1, table: "MS_TableConfig")
+        store = try LMDBStore(path: dir.storePath)
+        defer { try? store.close() }
+        let (fast, generic) = try store.write { tx -> (LocalStoreError.Code?, LocalStoreError.Code?) in
+            let shortcuts = try #require(tx as? any SystemTableShortcuts)
+            return (
+                errorCode { _ = try shortcuts.deltaTokenRowIds(table: "Todo", queryId: "q") },
+                errorCode { _ = try tx.genericDeltaTokenRowIds(table: "Todo", queryId: "q") }
+            )
+        }
+        #expect(generic == .corrupt)
+        #expect(fast == generic)
+        // The other pair's row is read as before.
+        #expect(try store.deltaToken(table: "Todo", queryId: "other") == Date(timeIntervalSince1970: 2_000))
     }
 }
