@@ -142,9 +142,10 @@ extension KVReads {
                     try fields.value(shape.keyTypeColumn) == .int(TableConfigEntry.deltaTokenKeyType),
                     let key = try fields.stringBytes(shape.keyColumn), KeyCodec.equals(key, keyBytes)
                 else { return }
-                // A match is decoded whole, as the generic query decodes the rows it returns: a damaged column
-                // past the tested ones is reported as there.
-                ids.append(try t.decode(record)[t.schema.idIndex])
+                // A match is checked whole, as the generic query decodes the rows it returns: a damaged column
+                // past the tested ones is reported as there (checked without building the row).
+                try RecordCodec.check(record, schema: t.schema, idIndex: t.schema.idIndex)
+                ids.append(try fields.value(t.schema.idIndex))
             }
             return true
         }

@@ -81,7 +81,7 @@ extension LMDBTransaction: SystemTableShortcuts {
     /// `key` is `queryId`, in id order: what the generic `Query` returns, tested as its record filter tests
     /// them (the bytes of the string columns, NOCASE for `table`; a null or another type matching nothing; a
     /// damaged record `corrupt`), over the config table's records read in place: no query resolved or
-    /// planned, no row decoded but the matches (whole, as the query decodes them).
+    /// planned, no row decoded but the matches' ids (each match checked whole, as the query decodes it).
     func deltaTokenRowIds(table: String, queryId: String) throws -> [Value] {
         let context = try checkedContext()
         let config = systemTableNames.config
@@ -113,9 +113,10 @@ extension LMDBTransaction: SystemTableShortcuts {
                 guard !v.isNull, Collation.compare(v, .int(TableConfigEntry.deltaTokenKeyType)) == 0 else { return true }
             }
             guard let key = try fields.stringBytes(keyColumn), key.elementsEqual(keyBytes) else { return true }
-            // A match is decoded whole, as the generic query decodes the rows it returns: a damaged column past
-            // the tested ones is `corrupt` here too.
-            ids.append(try RecordCodec.decode(record, schema: schema, idIndex: idIndex).row[idIndex])
+            // A match is checked whole, as the generic query decodes the rows it returns: a damaged column past
+            // the tested ones is `corrupt` here too (checked without building the row).
+            try RecordCodec.check(record, schema: schema, idIndex: idIndex)
+            ids.append(try fields.value(idIndex))
             return true
         }
         return ids
