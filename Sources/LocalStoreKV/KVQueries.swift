@@ -75,10 +75,11 @@ struct KVReads {
     func read(table name: String, id: Value) throws -> Item? {
         let table = try catalog.table(name)
         try table.checkId(id)
+        func item(_ record: UnsafeRawBufferPointer?) throws -> Item? { try record.map { try table.wholeRows.item($0) } }
         // The key on the stack (no array per read), unless the id is too long for it.
         return try KVKeys.withRowKey(table.number, id: id) { key in
-            guard let key else { return try reader.withValue(table.rowKey(id)) { record in try record.map { try table.wholeRows.item($0) } } }
-            return try reader.withValue(forKey: key) { record in try record.map { try table.wholeRows.item($0) } }
+            guard let key else { return try reader.withValue(table.rowKey(id), item) }
+            return try reader.withValue(forKey: key, item)
         }
     }
 
@@ -221,26 +222,27 @@ struct KVReads {
             found.deallocate()
         }
         var rowKey: [UInt8] = []
-        func collect(_ record: UnsafeRawBufferPointer, idKey: () -> [UInt8], entryKey: [UInt8]?, rowKey: () -> [UInt8]) throws {
-            guard try filter.matches(record) else { return }
-            let id = idKey()
-            if let entryKey { found.pointee.keys.append(entryKey) }
+        /// Collects the keys of a matching row: its other indexes' entries, built from `record`, then `rowKey`.
+        func collect(_ record: UnsafeRawBufferPointer, id: [UInt8], rowKey: [UInt8]) throws {
             if !others.isEmpty {
                 try fields.locate(record)
                 for column in columns { found.pointee.row[column] = try fields.value(column) }
                 for spec in others { found.pointee.keys.append(table.entryKey(spec, found.pointee.row, idKey: id)) }
             }
-            found.pointee.keys.append(rowKey())
+            found.pointee.keys.append(rowKey)
             found.pointee.rows += 1
         }
+        // Each entry's record is tested first: nothing is copied or built for an entry that does not match.
         try reader.scan(from: keys.lower, to: keys.upper, reverse: false) { key, value in
             if let walked {
                 try table.withEntryRecord(walked, value, reader: reader, rowKey: &rowKey) { record in
+                    guard try filter.matches(record) else { return }
                     let id = Self.entryIdKey(walked, value)
-                    try collect(record, idKey: { id }, entryKey: Array(key), rowKey: { KVKeys.row(table.number, idKey: id) })
+                    found.pointee.keys.append(Array(key))
+                    try collect(record, id: id, rowKey: KVKeys.row(table.number, idKey: id))
                 }
-            } else {
-                try collect(value, idKey: { Array(key[prefix.count...]) }, entryKey: nil, rowKey: { Array(key) })
+            } else if try filter.matches(value) {
+                try collect(value, id: Array(key[prefix.count...]), rowKey: Array(key))
             }
             return true
         }

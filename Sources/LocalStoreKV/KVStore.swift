@@ -512,11 +512,7 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
     private func probeCommits(baseline: Bool) {
         // Counted as a call (close waits for it), not read under the state lock: an engine whose reads
         // wait for its writer would wait for a write whose body waits for that lock (`catalog(_:)`).
-        guard state.withLock({ state -> Bool in
-            guard !state.isClosed else { return false }
-            state.activeCalls += 1
-            return true
-        }) else { return }
+        guard beginCall(insideWriteBody: true) == nil else { return }
         defer { endCall() }
         let counter = try? engine.read { try KVCatalog.readNumber(KVKeys.commits, $0) }
         if let counter { tracker.sawCommitted(Int(clamping: counter), baseline: baseline) }
@@ -538,17 +534,22 @@ public final class KVStore<Engine: OrderedKeyValueEngine>: LocalStore, QueryPlan
         if closeEngine { try? engine.close() }
     }
 
-    /// Runs `body` as a call on the engine: refused after close, waited for by `close()`.
-    private func calling<R>(_ body: () throws -> R) throws -> R {
-        let refusal = state.withLock { state -> LocalStoreError? in
+    /// Begins a call (counted: `close()` waits for it, and ``endCall()`` ends it), or returns why it is
+    /// refused: the store is closed, or — unless `insideWriteBody` allows it — this thread runs its write body.
+    private func beginCall(insideWriteBody: Bool = false) -> LocalStoreError? {
+        state.withLock { state -> LocalStoreError? in
             guard !state.isClosed else { return LocalStoreError.closed() }
-            guard !Self.isCurrent(state.writingThread) else {
+            guard insideWriteBody || !Self.isCurrent(state.writingThread) else {
                 return LocalStoreError(.misuse, "the store was called inside its own write body; use the body's transaction")
             }
             state.activeCalls += 1
             return nil
         }
-        if let refusal { throw refusal }
+    }
+
+    /// Runs `body` as a call on the engine: refused after close, waited for by `close()`.
+    private func calling<R>(_ body: () throws -> R) throws -> R {
+        if let refusal = beginCall() { throw refusal }
         defer { endCall() }
         return try body()
     }
