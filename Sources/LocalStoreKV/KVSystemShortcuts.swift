@@ -122,31 +122,18 @@ extension KVReads {
     /// `keyType` 0, its `key` the bytes of `queryId`), the ids in id key order; `nil` when the config table
     /// has another shape.
     func deltaTokenRowIds(_ config: String, table: String, queryId: String) throws -> [Value]? {
-        guard let t = catalog.lookup(config), let shape = SystemTableShapes.deltaTokenIndex(t.schema, t.indexes) else { return nil }
-        let spec = t.specs[shape.index.slot]
-        var lower = t.prefix(.index(shape.index))
+        guard let t = catalog.lookup(config), let index = SystemTableShapes.deltaTokenIndex(t.schema, t.indexes),
+            let test = DeltaTokenRowTest(schema: t.schema, table: table, queryId: queryId)
+        else { return nil }
+        let spec = t.specs[index.slot]
+        var lower = t.prefix(.index(index))
         spec.appendComponent(.string(table), 0, into: &lower)
         spec.appendComponent(.int(TableConfigEntry.deltaTokenKeyType), 1, into: &lower)
         spec.appendComponent(.string(queryId), 2, into: &lower)
-        let fields = RecordFields(
-            schema: t.schema, through: max(shape.tableColumn, shape.keyTypeColumn, shape.keyColumn, t.schema.idIndex))
-        let tableBytes = Array(table.utf8)
-        let keyBytes = Array(queryId.utf8)
         var ids: [Value] = []
         var rowKey: [UInt8] = []
         try reader.scan(from: lower, to: KVKeyRange.end(of: lower), reverse: false) { _, value in
-            try t.withEntryRecord(spec, value, reader: reader, rowKey: &rowKey) { record in
-                try fields.locate(record)
-                guard let name = try fields.stringBytes(shape.tableColumn),
-                    tableBytes.withUnsafeBytes({ RawBytes.compareNoCase(name, $0) }) == 0,
-                    try fields.value(shape.keyTypeColumn) == .int(TableConfigEntry.deltaTokenKeyType),
-                    let key = try fields.stringBytes(shape.keyColumn), KeyCodec.equals(key, keyBytes)
-                else { return }
-                // A match is checked whole, as the generic query decodes the rows it returns: a damaged column
-                // past the tested ones is reported as there (checked without building the row).
-                try RecordCodec.check(record, schema: t.schema, idIndex: t.schema.idIndex)
-                ids.append(try fields.value(t.schema.idIndex))
-            }
+            if let id = try t.withEntryRecord(spec, value, reader: reader, rowKey: &rowKey, test.id(of:)) { ids.append(id) }
             return true
         }
         return ids

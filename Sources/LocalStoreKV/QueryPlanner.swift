@@ -631,26 +631,71 @@ package enum SystemTableShapes {
         return (tableColumn, itemColumn, index)
     }
 
-    /// The config table's delta-token index: its `table` and `key` string columns and integer `keyType`, and an
-    /// index led by the NOCASE `table`, then `keyType` and the byte-ordered `key`, ascending.
-    package static func deltaTokenIndex(
-        _ schema: TableSchema, _ indexes: [IndexDefinition]
-    ) -> (tableColumn: Int, keyTypeColumn: Int, keyColumn: Int, index: IndexDefinition)? {
+    /// The config table's delta-token columns: its `table` and `key` string columns and integer `keyType`.
+    package static func deltaTokenColumns(_ schema: TableSchema) -> (tableColumn: Int, keyTypeColumn: Int, keyColumn: Int)? {
         guard let tableColumn = schema.index(ofColumn: "table"), let keyTypeColumn = schema.index(ofColumn: "keyType"),
             let keyColumn = schema.index(ofColumn: "key"), schema.columns[tableColumn].type == .string,
-            schema.columns[keyTypeColumn].type == .integer, schema.columns[keyColumn].type == .string,
-            let index = indexes.first(where: {
-                $0.components.count >= 3 && $0.components[0] == .init(column: tableColumn, noCase: true)
-                    && $0.components[1] == .init(column: keyTypeColumn, noCase: false)
-                    && $0.components[2] == .init(column: keyColumn, noCase: false)
-            })
+            schema.columns[keyTypeColumn].type == .integer, schema.columns[keyColumn].type == .string
         else { return nil }
-        return (tableColumn, keyTypeColumn, keyColumn, index)
+        return (tableColumn, keyTypeColumn, keyColumn)
+    }
+
+    /// The config table's delta-token index: its ``deltaTokenColumns(_:)`` and an index led by the NOCASE
+    /// `table`, then `keyType` and the byte-ordered `key`, ascending.
+    package static func deltaTokenIndex(_ schema: TableSchema, _ indexes: [IndexDefinition]) -> IndexDefinition? {
+        guard let (tableColumn, keyTypeColumn, keyColumn) = deltaTokenColumns(schema) else { return nil }
+        return indexes.first {
+            $0.components.count >= 3 && $0.components[0] == .init(column: tableColumn, noCase: true)
+                && $0.components[1] == .init(column: keyTypeColumn, noCase: false)
+                && $0.components[2] == .init(column: keyColumn, noCase: false)
+        }
     }
 
     /// The errors table's index led by its integer `operationId` column (ascending, not NOCASE).
     package static func operationIdIndex(_ schema: TableSchema, _ indexes: [IndexDefinition]) -> IndexDefinition? {
         guard let column = schema.index(ofColumn: "operationId"), schema.columns[column].type == .integer else { return nil }
         return indexes.first { $0.components.first.map { $0.column == column && !$0.noCase && !$0.descending } ?? false }
+    }
+}
+
+/// The test of a config row for one delta-token pair, as the generic query's record filter runs it
+/// (`table` equal ignoring ASCII case, `keyType` 0, `key` the bytes of the query id; a null or another type
+/// matching nothing), on the record's bytes: the delta-token lookups of LMDB and ``KVStore`` run it on each
+/// record they read.
+package struct DeltaTokenRowTest {
+    private let schema: TableSchema
+    private let columns: (tableColumn: Int, keyTypeColumn: Int, keyColumn: Int)
+    private let fields: RecordFields
+    private let tableBytes: [UInt8]
+    private let keyBytes: [UInt8]
+
+    /// The test of the pair's rows, or `nil` when the config table has another shape.
+    package init?(schema: TableSchema, table: String, queryId: String) {
+        guard let columns = SystemTableShapes.deltaTokenColumns(schema) else { return nil }
+        self.schema = schema
+        self.columns = columns
+        fields = RecordFields(schema: schema, through: max(columns.tableColumn, columns.keyTypeColumn, columns.keyColumn, schema.idIndex))
+        tableBytes = Array(table.utf8)
+        keyBytes = Array(queryId.utf8)
+    }
+
+    /// The id of the row `record` holds when it is one of the pair's, else `nil`. The columns are tested in
+    /// the generic predicate's order (table, keyType, key), so that a damaged value is reached (and reported)
+    /// exactly when the record filter would reach it; a match is checked whole, as the generic query decodes
+    /// the rows it returns (without building the row).
+    package func id(of record: UnsafeRawBufferPointer) throws -> Value? {
+        try fields.locate(record)
+        guard let name = try fields.stringBytes(columns.tableColumn),
+            tableBytes.withUnsafeBytes({ RawBytes.compareNoCase(name, $0) }) == 0
+        else { return nil }
+        if let keyType = fields.plainInt(columns.keyTypeColumn) {
+            guard keyType == TableConfigEntry.deltaTokenKeyType else { return nil }
+        } else {
+            let v = try fields.value(columns.keyTypeColumn)
+            guard !v.isNull, Collation.compare(v, .int(TableConfigEntry.deltaTokenKeyType)) == 0 else { return nil }
+        }
+        guard let key = try fields.stringBytes(columns.keyColumn), KeyCodec.equals(key, keyBytes) else { return nil }
+        try RecordCodec.check(record, schema: schema, idIndex: schema.idIndex)
+        return try fields.value(schema.idIndex)
     }
 }

@@ -86,37 +86,13 @@ extension LMDBTransaction: SystemTableShortcuts {
         let context = try checkedContext()
         let config = systemTableNames.config
         guard let t = context.catalog.table(config) else { throw LocalStoreError.unknownTable(config) }
-        let schema = t.schema
-        guard let tableColumn = schema.index(ofColumn: "table"), let keyColumn = schema.index(ofColumn: "key"),
-            let keyTypeColumn = schema.index(ofColumn: "keyType"), schema.columns[tableColumn].type == .string,
-            schema.columns[keyColumn].type == .string, schema.columns[keyTypeColumn].type == .integer
-        else {
+        guard let test = DeltaTokenRowTest(schema: t.schema, table: table, queryId: queryId) else {
             // A config table of another shape: the generic query answers (or reports it).
             return try genericDeltaTokenRowIds(table: table, queryId: queryId)
         }
-        let idIndex = schema.idIndex
-        let fields = RecordFields(schema: schema, through: max(tableColumn, keyColumn, keyTypeColumn, idIndex))
-        let tableBytes = Array(table.utf8)
-        let keyBytes = Array(queryId.utf8)
         var ids: [Value] = []
         try context.walkRaw(try context.handle(t.database), lower: nil, upper: nil, descending: false) { _, record in
-            // In the generic predicate's order (table, keyType, key), so that a damaged value is reached
-            // (and reported) exactly when the record filter would reach it.
-            try fields.locate(record)
-            guard let name = try fields.stringBytes(tableColumn),
-                tableBytes.withUnsafeBytes({ RawBytes.compareNoCase(name, $0) }) == 0
-            else { return true }
-            if let keyType = fields.plainInt(keyTypeColumn) {
-                guard keyType == TableConfigEntry.deltaTokenKeyType else { return true }
-            } else {
-                let v = try fields.value(keyTypeColumn)
-                guard !v.isNull, Collation.compare(v, .int(TableConfigEntry.deltaTokenKeyType)) == 0 else { return true }
-            }
-            guard let key = try fields.stringBytes(keyColumn), key.elementsEqual(keyBytes) else { return true }
-            // A match is checked whole, as the generic query decodes the rows it returns: a damaged column past
-            // the tested ones is `corrupt` here too (checked without building the row).
-            try RecordCodec.check(record, schema: schema, idIndex: idIndex)
-            ids.append(try fields.value(idIndex))
+            if let id = try test.id(of: record) { ids.append(id) }
             return true
         }
         return ids
